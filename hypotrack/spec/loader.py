@@ -1,0 +1,280 @@
+"""Load and cross-check hypotheses and experiments; report every problem at once.
+
+Each problem is ``file:line: key: message`` so an editor can jump to it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from . import metrics as metric_names
+from .models import Experiment, Hypothesis
+from .settings_check import check_setting
+from .yamlio import YamlDoc, YamlSyntaxError, dotted, read_yaml
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: Path
+    line: int
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.key}: {self.message}"
+
+
+class SpecError(Exception):
+    """One or more problems in the user's YAML files."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+@dataclass
+class Project:
+    """Where the YAML files live: HYPOTRACK_PROJECT, else the working directory."""
+
+    root: Path
+
+    @property
+    def hypotheses_dir(self) -> Path:
+        return self.root / "hypotheses"
+
+    @property
+    def experiments_dir(self) -> Path:
+        return self.root / "experiments"
+
+    @classmethod
+    def locate(cls, root: str | Path | None = None) -> "Project":
+        if root is None:
+            root = os.environ.get("HYPOTRACK_PROJECT") or Path.cwd()
+        return cls(Path(root).resolve())
+
+
+@dataclass
+class Catalog:
+    project: Project
+    hypotheses: dict[str, Hypothesis] = field(default_factory=dict)
+    experiments: dict[str, Experiment] = field(default_factory=dict)
+    hypothesis_files: dict[str, Path] = field(default_factory=dict)
+    experiment_files: dict[str, Path] = field(default_factory=dict)
+    docs: dict[Path, YamlDoc] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+    def raise_if_problems(self) -> None:
+        if self.problems:
+            raise SpecError(self.problems)
+
+
+def _parse(path: Path, model: type[BaseModel], catalog: Catalog) -> BaseModel | None:
+    try:
+        doc = read_yaml(path)
+    except YamlSyntaxError as exc:
+        catalog.problems.append(Problem(path, exc.line, "(document)", exc.message))
+        return None
+    except OSError as exc:
+        catalog.problems.append(Problem(path, 1, "(document)", f"cannot read file: {exc.strerror}"))
+        return None
+    catalog.docs[path] = doc
+    for line, key, message in doc.problems:
+        catalog.problems.append(Problem(path, line, key, message))
+    if not isinstance(doc.data, dict):
+        catalog.problems.append(Problem(path, doc.line_of(()), "(document)", "expected a mapping of keys"))
+        return None
+    try:
+        return model.model_validate(doc.data)
+    except ValidationError as exc:
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            message = err["msg"]
+            if err["type"] == "extra_forbidden":
+                message = "unknown key"
+            elif err["type"] == "missing":
+                message = "required key is missing"
+            elif message.startswith("Value error, "):
+                message = message[len("Value error, "):]
+            catalog.problems.append(Problem(path, doc.line_of(loc), dotted(loc), message))
+        return None
+
+
+def _problem(catalog: Catalog, path: Path, loc: tuple[Any, ...], message: str) -> None:
+    doc = catalog.docs.get(path)
+    line = doc.line_of(loc) if doc else 1
+    catalog.problems.append(Problem(path, line, dotted(loc), message))
+
+
+def load_experiment(path: Path, catalog: Catalog) -> Experiment | None:
+    experiment = _parse(path, Experiment, catalog)
+    if not isinstance(experiment, Experiment):
+        return None
+    if experiment.name != path.stem:
+        _problem(catalog, path, ("name",), f"name {experiment.name!r} must equal the file name {path.stem!r}")
+    for key, value in experiment.settings.items():
+        message = check_setting(key, value)
+        if message:
+            _problem(catalog, path, ("settings", key), message)
+    if experiment.trainer == "critic" and experiment.critic is not None:
+        _check_section(catalog, path, "critic", experiment.critic, "hypotrack.critic.settings", "CriticSettings")
+    if experiment.trainer == "parity" and experiment.parity is not None:
+        _check_section(catalog, path, "parity", experiment.parity, "hypotrack.parity.settings", "ParitySettings")
+    return experiment
+
+
+def _check_section(catalog: Catalog, path: Path, key: str, data: dict, module: str, name: str) -> None:
+    import importlib
+
+    try:
+        settings_model = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        _problem(catalog, path, (key,), f"this install of hypotrack has no {key} support ({module})")
+        return
+    try:
+        settings_model.model_validate(data)
+    except ValidationError as exc:
+        for err in exc.errors():
+            message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+            _problem(catalog, path, (key, *err["loc"]), message)
+
+
+def _yaml_files(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and not p.name.startswith("."))
+
+
+def resolve_experiment_path(name_or_path: str, project: Project) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml") or os.sep in name_or_path:
+        return candidate if candidate.is_absolute() else (Path.cwd() / candidate)
+    return project.experiments_dir / f"{name_or_path}.yaml"
+
+
+def load_catalog(
+    project: Project | None = None,
+    paths: list[Path] | None = None,
+    check_metrics: bool = True,
+) -> Catalog:
+    """Load every experiment and hypothesis (or just ``paths``) and cross-check them.
+
+    Explicit ``paths`` may be files or folders; files under a folder named
+    ``experiments`` (or with ``trainer:``/``model:`` keys) are experiments.
+    """
+    project = project or Project.locate()
+    catalog = Catalog(project=project)
+    if paths:
+        hyp_files, exp_files = _split_paths(paths, catalog)
+    else:
+        hyp_files, exp_files = _yaml_files(project.hypotheses_dir), _yaml_files(project.experiments_dir)
+        if not hyp_files and not project.hypotheses_dir.is_dir():
+            catalog.problems.append(
+                Problem(project.hypotheses_dir, 1, "(folder)",
+                        "no hypotheses folder here: run hypotrack from the project root or set HYPOTRACK_PROJECT")
+            )
+    for path in exp_files:
+        experiment = load_experiment(path, catalog)
+        if experiment is not None:
+            catalog.experiments[experiment.name] = experiment
+            catalog.experiment_files[experiment.name] = path
+    for path in hyp_files:
+        hypothesis = _parse(path, Hypothesis, catalog)
+        if not isinstance(hypothesis, Hypothesis):
+            continue
+        if not path.stem.startswith(hypothesis.id + "_") and path.stem != hypothesis.id:
+            _problem(catalog, path, ("id",), f"id {hypothesis.id!r} must match the file name (e.g. {hypothesis.id}_<slug>.yaml)")
+        if hypothesis.id in catalog.hypotheses:
+            other = catalog.hypothesis_files[hypothesis.id]
+            _problem(catalog, path, ("id",), f"duplicate id {hypothesis.id!r}: also declared in {other}")
+            continue
+        catalog.hypotheses[hypothesis.id] = hypothesis
+        catalog.hypothesis_files[hypothesis.id] = path
+    _cross_check(catalog, check_metrics)
+    return catalog
+
+
+def _split_paths(paths: list[Path], catalog: Catalog) -> tuple[list[Path], list[Path]]:
+    hyp_files: list[Path] = []
+    exp_files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files = _yaml_files(path)
+            (exp_files if path.name == "experiments" else hyp_files).extend(files)
+        elif path.exists():
+            (exp_files if path.parent.name == "experiments" else hyp_files).append(path)
+        else:
+            catalog.problems.append(Problem(path, 1, "(path)", "no such file or folder"))
+    return hyp_files, exp_files
+
+
+def _cross_check(catalog: Catalog, check_metrics: bool) -> None:
+    patterns = metric_names.known_metric_patterns() if check_metrics else []
+    known_hooks = set(metric_names.hook_metrics())
+    for hyp_id, hypothesis in catalog.hypotheses.items():
+        path = catalog.hypothesis_files[hyp_id]
+        for index, prereq in enumerate(hypothesis.prerequisites):
+            if prereq == hyp_id:
+                _problem(catalog, path, ("prerequisites", index), "a hypothesis cannot be its own prerequisite")
+            elif prereq not in catalog.hypotheses and _is_full_load(catalog):
+                _problem(catalog, path, ("prerequisites", index), f"unknown hypothesis id {prereq!r}")
+        for index, hook in enumerate(hypothesis.hooks):
+            if hook not in known_hooks:
+                _problem(catalog, path, ("hooks", index),
+                         f"unknown diagnostics hook {hook!r} (known: {', '.join(sorted(known_hooks))})")
+        for hook, settings in hypothesis.hook_settings.items():
+            if hook not in hypothesis.hooks:
+                _problem(catalog, path, ("hook_settings", hook), f"settings for hook {hook!r}, which is not in hooks")
+                continue
+            allowed = metric_names.hook_setting_names(hook)
+            for key in settings:
+                if key not in allowed:
+                    _problem(catalog, path, ("hook_settings", hook, key),
+                             f"unknown setting for hook {hook!r} (known: {', '.join(sorted(allowed)) or 'none'})")
+        for section in ("treatment", "control"):
+            overrides = getattr(hypothesis, section)
+            for key, value in overrides.set.items():
+                message = check_setting(key, value)
+                if message:
+                    _problem(catalog, path, (section, "set", key), message)
+        experiment = _experiment_for(catalog, hypothesis, path)
+        if experiment is None or not check_metrics:
+            continue
+        funcs = metric_names.reward_func_names(experiment.rewards + (hypothesis.treatment.rewards or []))
+        known = metric_names.expand(patterns, funcs)
+        for group, loc, criterion in hypothesis.criteria.all_criteria():
+            where = ("criteria", group, *loc, "metric")
+            message = metric_names.check_metric(criterion.metric, known, patterns)
+            if message:
+                _problem(catalog, path, where, message)
+            elif criterion.metric.startswith("diag/"):
+                hook = criterion.metric.split("/")[1]
+                if hook not in hypothesis.hooks:
+                    _problem(catalog, path, where, f"metric {criterion.metric!r} comes from hook {hook!r}; add it to hooks")
+        if "treatment" not in hypothesis.arms and "treatment" in hypothesis.arms_needed():
+            _problem(catalog, path, ("arms",), "the criteria compare arms, but arms has no 'treatment'")
+
+
+def _is_full_load(catalog: Catalog) -> bool:
+    # When validating single files, prerequisites may live in files not given.
+    return bool(catalog.hypotheses) and catalog.project.hypotheses_dir.is_dir()
+
+
+def _experiment_for(catalog: Catalog, hypothesis: Hypothesis, path: Path) -> Experiment | None:
+    name = hypothesis.experiment
+    if name in catalog.experiments:
+        return catalog.experiments[name]
+    exp_path = resolve_experiment_path(name, catalog.project)
+    if not exp_path.exists():
+        _problem(catalog, path, ("experiment",), f"experiment {name!r} not found (looked for {exp_path})")
+        return None
+    experiment = load_experiment(exp_path, catalog)
+    if experiment is not None:
+        catalog.experiments[experiment.name] = experiment
+        catalog.experiment_files[experiment.name] = exp_path
+    return experiment

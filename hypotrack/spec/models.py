@@ -1,0 +1,225 @@
+"""Pydantic models of the two user-written YAML objects: Experiment and Hypothesis.
+
+Everything is ``extra="forbid"`` so a typo in a key is an error at load time,
+not a silently ignored setting discovered after a ten-minute run.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Priority = Literal["high", "medium", "low"]
+Status = Literal["pending", "testing", "validated", "partial", "invalidated", "inconclusive"]
+STATUSES: tuple[str, ...] = ("pending", "testing", "validated", "partial", "invalidated", "inconclusive")
+PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}
+ARMS = ("control", "treatment")
+
+IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+HYPOTHESIS_ID = re.compile(r"^h\d{2,}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+# --------------------------------------------------------------------------- experiment
+
+
+class DataSpec(_Strict):
+    """Where the prompts come from: exactly one of task, dataset or loader."""
+
+    task: str | None = Field(None, description="A built-in toy-lab task: 'arith' or 'musique-mini'.")
+    dataset: str | None = Field(
+        None, description="A datasets spec 'name,config,split' (e.g. 'org/musique-mini,answerable,train[:100]')."
+    )
+    loader: str | None = Field(
+        None, description="Import path 'pkg.module:func' of a function returning a datasets.Dataset with a prompt column."
+    )
+    size: int = Field(256, ge=1, description="Number of rows to draw (toy tasks and loaders receive it).")
+    prompt_column: str = Field("prompt", description="Column holding the prompt text.")
+    max_prompt_length: int | None = Field(
+        None, ge=1, description="Truncate prompts to this many tokens on the data side (GRPOConfig has no such field)."
+    )
+    truncation_side: Literal["left", "right"] = Field(
+        "left", description="Which end of a too-long prompt is cut (left keeps the question at the end)."
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> "DataSpec":
+        given = [name for name in ("task", "dataset", "loader") if getattr(self, name)]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of task, dataset or loader (got {given or 'none'})")
+        if self.loader and not IMPORT_PATH.match(self.loader):
+            raise ValueError(f"loader {self.loader!r} must look like 'pkg.module:function'")
+        if self.dataset and len(self.dataset.split(",")) not in (1, 2, 3):
+            raise ValueError(f"dataset {self.dataset!r} must look like 'name,config,split'")
+        return self
+
+
+class LoraSpec(_Strict):
+    enabled: bool = Field(True, description="Train LoRA adapters through peft; false means full fine-tuning.")
+    r: int = Field(8, ge=1, description="LoRA rank.")
+    lora_alpha: int = Field(16, ge=1, description="LoRA scaling numerator.")
+    lora_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Dropout on the adapter input.")
+    target_modules: list[str] | str = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"], description="Modules that get adapters."
+    )
+    bias: Literal["none", "all", "lora_only"] = "none"
+
+
+class Experiment(_Strict):
+    """A base training setup that hypotheses perturb."""
+
+    name: str = Field(description="Must equal the file name without .yaml.")
+    description: str = ""
+    trainer: Literal["grpo", "critic", "parity"] = "grpo"
+    model: str = Field(
+        description="'toy:<task>' for the embedded toy lab, a local model directory, or a hub id."
+    )
+    data: DataSpec
+    rewards: list[str] = Field(default_factory=list, description="Reward functions as 'pkg.module:func'.")
+    reward_weights: list[float] | None = None
+    settings: dict[str, Any] = Field(default_factory=dict, description="TRL GRPOConfig fields, passed through.")
+    lora: LoraSpec = Field(default_factory=LoraSpec)
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
+    max_steps: int = Field(30, ge=1)
+    plant: list[str] = Field(default_factory=list, description="Planted faults (toy lab self-test).")
+    critic: dict[str, Any] | None = Field(None, description="Critic settings when trainer is 'critic'.")
+    parity: dict[str, Any] | None = Field(None, description="Parity settings when trainer is 'parity'.")
+
+    @field_validator("rewards")
+    @classmethod
+    def _import_paths(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if not IMPORT_PATH.match(path):
+                raise ValueError(f"reward function {path!r} must look like 'pkg.module:function'")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Experiment":
+        if self.trainer == "grpo" and not self.rewards:
+            raise ValueError("a grpo experiment needs at least one reward function in 'rewards'")
+        if self.reward_weights is not None and len(self.reward_weights) != len(self.rewards):
+            raise ValueError("reward_weights needs one weight per reward function")
+        if self.trainer == "critic" and self.critic is None:
+            raise ValueError("trainer 'critic' needs a 'critic:' section")
+        if self.trainer == "parity" and self.parity is None:
+            raise ValueError("trainer 'parity' needs a 'parity:' section")
+        return self
+
+
+# --------------------------------------------------------------------------- hypothesis
+
+
+class Overrides(_Strict):
+    """Config changes of a treatment arm; the same names as the flags of `hypotrack run`."""
+
+    peft: bool | None = Field(None, description="false = --no-peft (full fine-tuning).")
+    scale_rewards: Literal["group", "batch", "none"] | None = None
+    kl_beta: float | None = Field(None, ge=0.0)
+    loss_type: str | None = None
+    max_prompt_length: int | None = Field(None, ge=1)
+    learning_rate: float | None = Field(None, gt=0.0)
+    max_steps: int | None = Field(None, ge=1)
+    batch_size: int | None = Field(None, ge=1)
+    num_generations: int | None = Field(None, ge=2)
+    logging_steps: int | None = Field(None, ge=1)
+    model: str | None = None
+    dataset: str | None = None
+    rewards: list[str] | None = Field(None, description="Replace the reward functions (e.g. single-component).")
+    plant: list[str] | None = None
+    set: dict[str, Any] = Field(default_factory=dict, description="Any GRPOConfig field, or lora.<field>.")
+
+    def is_empty(self) -> bool:
+        return not self.model_dump(exclude_defaults=True)
+
+
+class Criterion(_Strict):
+    """A declarative test on one metric: aggregate over steps, then over seeds, then compare."""
+
+    metric: str
+    arm: Literal["control", "treatment", "delta"] = Field(
+        "delta", description="'delta' is treatment minus control, paired by seed."
+    )
+    steps: Literal["mean", "mean_last", "mean_first", "last", "first", "max", "min", "slope"] = "mean_last"
+    k: int = Field(10, ge=1, description="Window for mean_last / mean_first.")
+    seeds: Literal["all", "majority", "any", "mean"] = Field(
+        "majority", description="all/majority/any: the comparison per seed; mean: compare the mean over seeds."
+    )
+    abs: bool = Field(False, description="Compare the absolute value.")
+    op: Literal[">", ">=", "<", "<=", "==", "!="] = ">="
+    threshold: float
+    why: str = Field("", description="What it means when this holds (shown with the evidence).")
+
+
+class AnyOf(_Strict):
+    """Holds when at least one of its criteria holds (e.g. two different signatures of one bug)."""
+
+    any: list[Criterion] = Field(min_length=1)
+
+
+Clause = Criterion | AnyOf
+
+
+class Criteria(_Strict):
+    validated: list[Clause] = Field(default_factory=list, description="All must hold for 'validated'.")
+    invalidated: list[Clause] = Field(default_factory=list, description="All must hold for 'invalidated'.")
+
+    def all_criteria(self) -> list[tuple[str, tuple, Criterion]]:
+        """(group, location, criterion) for every criterion, nested ones included."""
+        out = []
+        for group in ("validated", "invalidated"):
+            for index, clause in enumerate(getattr(self, group)):
+                if isinstance(clause, AnyOf):
+                    out += [(group, (index, "any", j), c) for j, c in enumerate(clause.any)]
+                else:
+                    out.append((group, (index,), clause))
+        return out
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> "Criteria":
+        if not self.validated and not self.invalidated:
+            raise ValueError("give at least one criterion under validated or invalidated")
+        return self
+
+
+class Resources(_Strict):
+    time: str = Field("", description="Wall-time estimate, e.g. '1-2 hours' on the real setup.")
+    memory: str = Field("", description="Memory estimate, e.g. 'higher: longer prompts'.")
+    toy_seconds: float | None = Field(None, description="Measured wall time on the toy lab.")
+
+
+class Hypothesis(_Strict):
+    id: str = Field(description="h01, h02, ...; must match the file name's prefix.")
+    title: str
+    priority: Priority
+    statement: str
+    rationale: str = ""
+    prerequisites: list[str] = Field(default_factory=list, description="Ids that must be resolved first.")
+    order_note: str = Field("", description="Why this comes where it does in the roadmap.")
+    experiment: str = Field("toy_arith", description="Default experiment (name in experiments/ or a path).")
+    treatment: Overrides = Field(default_factory=Overrides)
+    control: Overrides = Field(default_factory=Overrides, description="Changes applied to the control arm too.")
+    hooks: list[str] = Field(default_factory=list, description="Diagnostics hooks to attach.")
+    hook_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    arms: list[Literal["control", "treatment"]] = Field(default_factory=lambda: ["control", "treatment"])
+    criteria: Criteria
+    resources: Resources = Field(default_factory=Resources)
+    links: list[str] = Field(default_factory=list)
+    notes: str = ""
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        if not HYPOTHESIS_ID.match(value):
+            raise ValueError(f"id {value!r} must look like h01")
+        return value
+
+    def arms_needed(self) -> set[str]:
+        needed: set[str] = set()
+        for _group, _loc, crit in self.criteria.all_criteria():
+            needed |= {"control", "treatment"} if crit.arm == "delta" else {crit.arm}
+        return needed

@@ -1,0 +1,90 @@
+"""Type-checks GRPOConfig and LoRA settings against the generated field table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .grpo_fields import GRPO_FIELDS, TRL_VERSION
+
+# Fields hypotrack sets itself for every run; a user value would be overwritten or break
+# the bookkeeping, so point to the place that controls them instead.
+MANAGED_FIELDS = {
+    "max_steps": "set max_steps at the top level of the experiment, or --max-steps",
+    "seed": "seeds come from the experiment's seeds list, or --seeds",
+    "output_dir": "use --output-dir",
+    "report_to": "hypotrack logs to MLflow itself",
+    "run_name": "hypotrack names runs by hypothesis, arm and seed",
+}
+LORA_FIELDS = {
+    "enabled": "bool", "r": "int", "lora_alpha": "int", "lora_dropout": "float",
+    "target_modules": "list|str", "bias": "literal:none,all,lora_only",
+}
+
+
+def _matches(value: Any, kind: str) -> bool:
+    for option in kind.split("|"):
+        if option == "any":
+            return True
+        if option == "none" and value is None:
+            return True
+        if option == "bool" and isinstance(value, bool):
+            return True
+        if option == "int" and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if option == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return True
+        if option == "str" and isinstance(value, str):
+            return True
+        if option == "list" and isinstance(value, (list, tuple)):
+            return True
+        if option == "dict" and isinstance(value, dict):
+            return True
+        if option.startswith("literal:") and str(value) in option[len("literal:"):].split(","):
+            return True
+    return False
+
+
+def _describe(kind: str) -> str:
+    words = {"none": "null", "list": "a list", "dict": "a mapping", "int": "an integer", "float": "a number",
+             "bool": "true/false", "str": "a string"}
+    parts = []
+    for option in kind.split("|"):
+        if option.startswith("literal:"):
+            parts.append("one of " + ", ".join(option[len("literal:"):].split(",")))
+        else:
+            parts.append(words.get(option, option))
+    return " or ".join(parts)
+
+
+def check_setting(key: str, value: Any) -> str | None:
+    """None when ``key: value`` is a valid GRPOConfig (or ``lora.<field>``) setting, else why not."""
+    if key.startswith("lora."):
+        field = key[len("lora."):]
+        if field not in LORA_FIELDS:
+            return f"unknown LoRA field {field!r} (known: {', '.join(LORA_FIELDS)})"
+        kind = LORA_FIELDS[field]
+    else:
+        if key in MANAGED_FIELDS:
+            return f"{key!r} is managed by hypotrack: {MANAGED_FIELDS[key]}"
+        if key not in GRPO_FIELDS:
+            import difflib
+
+            close = difflib.get_close_matches(key, list(GRPO_FIELDS), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            return f"{key!r} is not a GRPOConfig field of trl {TRL_VERSION}{hint}"
+        kind = GRPO_FIELDS[key]
+    if not _matches(value, kind):
+        return f"{key} = {value!r} has the wrong type: expected {_describe(kind)}"
+    return None
+
+
+def coerce_cli_value(raw: str) -> Any:
+    """Read a `--set KEY=VALUE` value the way YAML would (so 1e-5 is a float, true a bool)."""
+    from .yamlio import _Loader  # the same resolver as the files
+
+    import yaml
+
+    try:
+        return yaml.load(raw, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader subclass
+    except yaml.YAMLError:
+        return raw

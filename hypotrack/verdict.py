@@ -1,0 +1,198 @@
+"""Evaluate a hypothesis's declarative criteria over the metrics of its arms and seeds.
+
+Pure Python plus scipy.stats: the runner hands in the series it collected from
+the workers, this module says validated / invalidated / inconclusive, how sure
+it is, and which numbers decided it.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from .spec.models import AnyOf, Criterion, Hypothesis
+
+# arm -> seed -> metric -> [(step, value)]
+Series = dict[str, dict[int, dict[str, list[tuple[int, float]]]]]
+
+OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
+       "==": operator.eq, "!=": operator.ne}
+
+
+@dataclass
+class CriterionResult:
+    group: str
+    criterion: Criterion
+    per_seed: dict[int, float | None]
+    value: float | None  # the number compared: mean over seeds (or the seed values' mean for display)
+    holds: bool
+    agreement: float  # share of seeds whose own value passes
+    strength: float  # 0..1 from the margin to the threshold relative to the spread
+    missing: str = ""
+
+    def describe(self) -> str:
+        c = self.criterion
+        if self.value is None:
+            return f"{c.metric} [{c.arm}]: no data ({self.missing})"
+        name = f"|{c.metric}|" if c.abs else c.metric
+        passing = sum(1 for v in self.per_seed.values() if v is not None and _compare(c, v))
+        counted = sum(1 for v in self.per_seed.values() if v is not None)
+        mark = "holds" if self.holds else "fails"
+        return (f"{name} [{c.arm}, {c.steps}{'(' + str(c.k) + ')' if c.steps in ('mean_last', 'mean_first') else ''}]"
+                f" = {self.value:+.4g} {c.op} {c.threshold:g}: {mark} ({passing}/{counted} seeds, {c.seeds})")
+
+    def as_json(self) -> dict[str, Any]:
+        c = self.criterion
+        return {"group": self.group, "metric": c.metric, "arm": c.arm, "steps": c.steps, "k": c.k, "seeds": c.seeds,
+                "abs": c.abs, "op": c.op, "threshold": c.threshold, "per_seed": {str(k): v for k, v in self.per_seed.items()},
+                "value": self.value, "holds": self.holds, "agreement": self.agreement, "why": c.why,
+                "missing": self.missing or None}
+
+
+@dataclass
+class Verdict:
+    status: str  # validated | invalidated | inconclusive
+    confidence: float | None
+    summary: str
+    results: list[CriterionResult] = field(default_factory=list)
+    failed_runs: dict[str, str] = field(default_factory=dict)
+
+    def evidence(self, run_ids: dict[str, str] | None = None) -> dict[str, Any]:
+        return {"status": self.status, "confidence": self.confidence, "summary": self.summary,
+                "criteria": [r.as_json() for r in self.results], "failed_runs": self.failed_runs,
+                "run_ids": run_ids or {}}
+
+
+def aggregate_steps(points: list[tuple[int, float]], how: str, k: int) -> float | None:
+    values = [(s, v) for s, v in sorted(points) if v is not None and math.isfinite(v)]
+    if not values:
+        return None
+    ys = [v for _, v in values]
+    if how == "mean":
+        return statistics.fmean(ys)
+    if how == "mean_last":
+        return statistics.fmean(ys[-k:])
+    if how == "mean_first":
+        return statistics.fmean(ys[:k])
+    if how == "last":
+        return ys[-1]
+    if how == "first":
+        return ys[0]
+    if how == "max":
+        return max(ys)
+    if how == "min":
+        return min(ys)
+    if how == "slope":
+        if len(values) < 2:
+            return None
+        from scipy.stats import linregress
+
+        xs = [s for s, _ in values]
+        if len(set(xs)) < 2:
+            return None
+        return float(linregress(xs, ys).slope)
+    raise ValueError(f"unknown step aggregation {how!r}")
+
+
+def _compare(c: Criterion, value: float) -> bool:
+    return bool(OPS[c.op](abs(value) if c.abs else value, c.threshold))
+
+
+def _seed_value(series: Series, c: Criterion, seed: int) -> tuple[float | None, str]:
+    def arm_value(arm: str) -> tuple[float | None, str]:
+        points = series.get(arm, {}).get(seed, {}).get(c.metric)
+        if not points:
+            return None, f"{c.metric} not logged in {arm} seed {seed}"
+        return aggregate_steps(points, c.steps, c.k), ""
+
+    if c.arm == "delta":
+        treated, why_t = arm_value("treatment")
+        control, why_c = arm_value("control")
+        if treated is None or control is None:
+            return None, why_t or why_c
+        return treated - control, ""
+    return arm_value(c.arm)
+
+
+def evaluate_criterion(group: str, c: Criterion, series: Series, seeds: list[int]) -> CriterionResult:
+    per_seed: dict[int, float | None] = {}
+    missing = []
+    for seed in seeds:
+        value, why = _seed_value(series, c, seed)
+        per_seed[seed] = value
+        if why:
+            missing.append(why)
+    present = [v for v in per_seed.values() if v is not None]
+    if not present:
+        return CriterionResult(group, c, per_seed, None, False, 0.0, 0.0, "; ".join(missing[:2]))
+    passing = [v for v in present if _compare(c, v)]
+    agreement = len(passing) / len(seeds)
+    mean_value = statistics.fmean(abs(v) for v in present) if c.abs else statistics.fmean(present)
+    if c.seeds == "all":
+        holds = len(passing) == len(seeds)
+    elif c.seeds == "majority":
+        holds = len(passing) > len(seeds) / 2
+    elif c.seeds == "any":
+        holds = bool(passing)
+    else:  # mean
+        holds = bool(OPS[c.op](mean_value, c.threshold))
+        agreement = agreement if holds else 1 - agreement
+    # Effect size: distance to the threshold in units of the seed-to-seed spread (or of the
+    # threshold itself when there is one seed), squashed to 0..1.
+    spread = statistics.stdev(present) if len(present) > 1 else 0.0
+    scale = max(spread, abs(c.threshold) * 0.25, 1e-6)
+    strength = 1.0 - math.exp(-abs(mean_value - c.threshold) / scale)
+    return CriterionResult(group, c, per_seed, mean_value, holds, agreement, strength, "; ".join(missing[:2]))
+
+
+def _clause(group: str, clause: Criterion | AnyOf, series: Series, seeds: list[int]) -> tuple[bool, float, list[CriterionResult]]:
+    """(holds, confidence of the clause, results)."""
+    if isinstance(clause, AnyOf):
+        results = [evaluate_criterion(group, c, series, seeds) for c in clause.any]
+        held = [r for r in results if r.holds]
+        best = max(held or results, key=lambda r: r.agreement * (0.5 + 0.5 * r.strength))
+        return bool(held), best.agreement * (0.5 + 0.5 * best.strength), results
+    result = evaluate_criterion(group, clause, series, seeds)
+    return result.holds, result.agreement * (0.5 + 0.5 * result.strength), [result]
+
+
+def decide(hypothesis: Hypothesis, series: Series, seeds: list[int],
+           failed_runs: dict[str, str] | None = None) -> Verdict:
+    """validated when every validated clause holds, invalidated when every invalidated clause does, else inconclusive.
+
+    Confidence is the weakest deciding clause's seed agreement times its effect
+    strength: one shaky criterion makes the whole verdict shaky.
+    """
+    failed_runs = failed_runs or {}
+    results: list[CriterionResult] = []
+    outcome: dict[str, tuple[bool, float]] = {}
+    for group in ("validated", "invalidated"):
+        clauses = getattr(hypothesis.criteria, group)
+        if not clauses:
+            outcome[group] = (False, 0.0)
+            continue
+        holds_all, confidences = True, []
+        for clause in clauses:
+            holds, confidence, clause_results = _clause(group, clause, series, seeds)
+            results += clause_results
+            holds_all &= holds
+            confidences.append(confidence)
+        outcome[group] = (holds_all, min(confidences))
+    if failed_runs:
+        failed = ", ".join(f"{k}: {v}" for k, v in sorted(failed_runs.items()))
+        return Verdict("inconclusive", None, f"inconclusive: failed runs ({failed})", results, failed_runs)
+    for group, status in (("validated", "validated"), ("invalidated", "invalidated")):
+        holds, confidence = outcome[group]
+        if holds and not (group == "validated" and outcome["invalidated"][0]):
+            deciding = [r for r in results if r.group == group]
+            summary = f"{status}: " + "; ".join(r.describe() for r in deciding if r.holds)
+            return Verdict(status, round(confidence, 3), summary, results)
+    if outcome["validated"][0] and outcome["invalidated"][0]:
+        return Verdict("inconclusive", None, "inconclusive: both the validated and the invalidated criteria hold "
+                       "(the criteria overlap; tighten them)", results)
+    failing = [r for r in results if not r.holds]
+    summary = "inconclusive: " + "; ".join(r.describe() for r in failing[:3])
+    return Verdict("inconclusive", None, summary, results)
