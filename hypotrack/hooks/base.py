@@ -1,0 +1,112 @@
+"""The contract between the GRPO trainer and the diagnostics hooks.
+
+The trainer (hypotrack/trainers/grpo.py, a GRPOTrainer subclass) builds a
+`RolloutBatch` after every generation and a `LossParts` inside every loss
+computation, and hands them to each attached hook. A hook returns plain floats
+keyed by short names; the trainer prefixes them with ``diag/<hook name>/`` and
+logs them through TRL's own metric buffer, so they are averaged per logging
+step exactly like ``reward`` and reach MLflow under the same step numbers.
+
+Hooks must not keep tensors from one step to the next (memory stays flat over
+long runs): reduce to floats inside the call, keep at most a few small samples
+for artifacts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:  # torch stays out of the import path of the fast CLI
+    import torch
+
+
+@dataclass
+class RolloutBatch:
+    """One generation batch as TRL's `_generate_and_score_completions` produced it.
+
+    Shapes: B = prompts x num_generations (local process), P = prompt tokens,
+    C = completion tokens, F = reward functions.
+    """
+
+    prompt_ids: "torch.Tensor"  # (B, P), left padded
+    prompt_mask: "torch.Tensor"  # (B, P), 1 = real prompt token
+    completion_ids: "torch.Tensor"  # (B, C), right padded
+    completion_mask: "torch.Tensor"  # (B, C), 1 = token that carries loss (TRL's mask)
+    advantages: "torch.Tensor"  # (B,) as the loss will see them
+    rewards_per_func: "torch.Tensor"  # (B, F), NaN where a reward function gave no value
+    reward_weights: "torch.Tensor"  # (F,)
+    reward_func_names: list[str]
+    num_generations: int
+    scale_rewards: str  # "group" | "batch" | "none"
+    pad_token_id: int | None
+    eos_token_id: int | None
+    prompts_text: list[str]
+    completions_text: list[str]
+    # Optional tensors, present when TRL computed them
+    old_per_token_logps: "torch.Tensor | None" = None
+    ref_per_token_logps: "torch.Tensor | None" = None
+    sampling_per_token_logps: "torch.Tensor | None" = None
+    tool_mask: "torch.Tensor | None" = None  # (B, C), 1 = model-written token, 0 = tool/environment output
+    # Per-row dataset columns other than prompt (e.g. "answer", "answer_start", "answer_end",
+    # "prompt_full_length" before truncation); each value is a list of length B.
+    columns: dict[str, list[Any]] = field(default_factory=dict)
+    # Number of reward-function calls that raised in this batch, per function name.
+    reward_errors: dict[str, int] = field(default_factory=dict)
+    tokenizer: Any = None  # the processing class, for decoding samples
+    # Extra masks the toy lab knows about (for planted faults): e.g. "environment_mask" (B, C),
+    # 1 = token that was environment output in a multi-turn completion.
+    extra_masks: dict[str, "torch.Tensor"] = field(default_factory=dict)
+
+
+@dataclass
+class LossParts:
+    """The tensors of one `_compute_loss` call (detached)."""
+
+    per_token_logps: "torch.Tensor"  # (B, C) policy logprobs of the completion tokens
+    old_per_token_logps: "torch.Tensor"  # (B, C)
+    ref_per_token_logps: "torch.Tensor | None"  # (B, C) None when beta == 0
+    mask: "torch.Tensor"  # (B, C) the loss mask (completion_mask * tool_mask)
+    advantages: "torch.Tensor"  # (B,)
+    beta: float
+    loss_type: str
+    loss: float  # the value TRL returned (before gradient accumulation scaling is undone)
+    prompt_ids: "torch.Tensor | None" = None
+    prompt_mask: "torch.Tensor | None" = None
+    completion_ids: "torch.Tensor | None" = None
+
+
+@dataclass
+class StepContext:
+    """What a hook may look at after the optimizer step."""
+
+    step: int
+    model: Any  # the trained model (a peft model when LoRA is on)
+    ref_model: Any  # TRL's reference model, or None (beta == 0, or LoRA where the reference is the adapter-disabled model)
+    trainer: Any
+
+
+class DiagnosticHook:
+    """Base class: override the events you need; each returns {metric_name: float}."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, **settings: Any) -> None:
+        self.settings = settings
+
+    def on_train_begin(self, ctx: StepContext) -> dict[str, float]:
+        return {}
+
+    def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
+        return {}
+
+    def on_loss(self, parts: LossParts, step: int) -> dict[str, float]:
+        return {}
+
+    def on_step_end(self, ctx: StepContext) -> dict[str, float]:
+        return {}
+
+    def write_artifacts(self, out_dir: Path) -> list[Path]:
+        """Write HTML/PNG/JSON artifacts at the end of training; return their paths."""
+        return []

@@ -1,0 +1,211 @@
+"""h03 KL: the three KL estimators side by side, the KL term's weight in the loss, and whether the
+reference logprobs really come from the frozen reference.
+
+Per loss call (when TRL computed reference logprobs, i.e. beta != 0), on loss-bearing tokens, with
+d = pol - ref: k1 = d, k2 = d^2 / 2, k3 = exp(-d) + d - 1 (TRL's), masked mean and max each;
+`k1_neg_share` = share of tokens with k1 < 0. Tokens are sampled from the policy, so E[k1] = KL >= 0:
+a negative `k1_mean` (or a k1_neg_share well above 0.5) means pol and ref are swapped somewhere.
+
+KL share of the loss. The signed GRPO policy term is ~0 by construction (group-centred advantages sum to
+zero, and at num_iterations=1 the ratio is 1), so |policy term| in the denominator would make any
+beta > 0 look like 100% KL. We use magnitudes, aggregated exactly like the loss_type aggregates tokens:
+  kl_loss_share = |beta * agg(k3)| / (agg(|ratio * A|) + |beta * agg(k3)| + 1e-8)
+and, closer to what moves the weights, the share of the per-token gradient weight on grad(logp):
+  kl_grad_share = agg(beta * |1 - exp(ref - pol)|) / (agg(|ratio * A|) + agg(beta * |1 - exp(ref - pol)|) + 1e-8)
+
+Every `every` steps (a fresh forward is the expensive part) on `sample_rows` rows: the reference is
+re-run (trainer.ref_model, or under LoRA the adapter-disabled model, as TRL does) and compared with the
+reference logprobs the loss used: `ref_logp_max_abs_diff` (healthy ~0, numerics only).
+
+`ref_is_policy` = 1.0 when the loss's reference logprobs equal the policy logprobs (max |diff| <
+`ref_is_policy_tol`) although the policy has moved. At step 0 they coincide legitimately; "moved" means
+the trainable parameters differ from their values at train begin (a per-tensor sum fingerprint,
+checked after each optimizer step until the first change).
+
+beta == 0 (no reference logprobs in the loss): the k* keys come from the every-`every`-steps fresh
+reference forward instead (how far the policy drifted from where it started), when a reference exists
+(ref_model, or LoRA's adapter-disabled model); `k_source` says where they came from
+(1 = loss, 2 = fresh reference forward, 0 = none). Full fine-tuning with beta == 0 has no reference:
+only `k_source`, `ref_available`, `policy_moved`, `beta` are emitted, as 0.0 for the others' checks.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from hypotrack.hooks.base import DiagnosticHook, LossParts, StepContext
+
+K_KEYS = ("k1_mean", "k1_max", "k2_mean", "k2_max", "k3_mean", "k3_max", "k1_neg_share")
+
+
+def k_stats(pol, ref, mask) -> dict[str, float]:
+    from hypotrack.hooks._util import f, masked_max, masked_mean
+
+    d = (pol - ref).float()
+    k2 = 0.5 * d * d
+    k3 = torch_exp(-d) + d - 1
+    m = mask.bool()
+    return {
+        "k1_mean": masked_mean(d, m),
+        "k1_max": masked_max(d, m),
+        "k2_mean": masked_mean(k2, m),
+        "k2_max": masked_max(k2, m),
+        "k3_mean": masked_mean(k3, m),
+        "k3_max": masked_max(k3, m),
+        "k1_neg_share": f(((d < 0) & m).sum() / m.sum().clamp(min=1)) if m.any() else 0.0,
+    }
+
+
+def torch_exp(x):
+    import torch
+
+    return torch.exp(x)
+
+
+def aggregate(per_token, mask, loss_type: str):
+    """Reduce (B, C) per-token values like TRL reduces the loss for `loss_type` (up to constant factors)."""
+    m = mask.to(per_token.dtype)
+    if loss_type in ("grpo", "sapo"):
+        return ((per_token * m).sum(-1) / m.sum(-1).clamp(min=1.0)).mean()
+    if loss_type == "dr_grpo":
+        return (per_token * m).sum() / per_token.numel()
+    if loss_type == "luspo":
+        return (per_token * m).sum(-1).mean()
+    return (per_token * m).sum() / m.sum().clamp(min=1.0)  # bnpo, dapo, cispo, vespo: token mean
+
+
+class KLHook(DiagnosticHook):
+    name = "kl"
+
+    def __init__(self, every: int = 10, sample_rows: int = 4, ref_is_policy_tol: float = 1e-5, **settings: Any) -> None:
+        super().__init__(every=every, sample_rows=sample_rows, ref_is_policy_tol=ref_is_policy_tol, **settings)
+        self.every, self.sample_rows, self.tol = max(int(every), 1), int(sample_rows), float(ref_is_policy_tol)
+        self._fp0 = None  # per-tensor sums of trainable params at train begin (one small vector)
+        self.moved = False
+        self._n_loss = 0
+        self._sample: dict[str, Any] | None = None  # this step's check sample, dropped in on_step_end
+
+    # -- policy moved? ----------------------------------------------------------------------------
+    @staticmethod
+    def _fingerprint(model):
+        import torch
+
+        from hypotrack.hooks._util import unwrap
+
+        with torch.no_grad():
+            sums = [p.detach().float().sum() for p in unwrap(model).parameters() if p.requires_grad]
+            return torch.stack(sums).double().cpu() if sums else None
+
+    def on_train_begin(self, ctx: StepContext) -> dict[str, float]:
+        self._fp0 = self._fingerprint(ctx.model) if ctx.model is not None else None
+        self.moved = False
+        return {}
+
+    # -- loss -------------------------------------------------------------------------------------
+    def on_loss(self, parts: LossParts, step: int) -> dict[str, float]:
+        import torch
+
+        from hypotrack.hooks._util import f
+
+        pol = parts.per_token_logps.detach().float()
+        mask = parts.mask.detach().bool()
+        ref = parts.ref_per_token_logps
+        out: dict[str, float] = {"beta": float(parts.beta), "policy_moved": 1.0 if self.moved else 0.0}
+        if ref is not None:
+            ref = ref.detach().float()
+            out.update(k_stats(pol, ref, mask))
+            out["k_source"] = 1.0
+            diff = (pol - ref).abs()[mask]
+            same = bool(diff.numel()) and f(diff.max()) < self.tol
+            out["ref_is_policy"] = 1.0 if (same and self.moved) else 0.0
+            old = parts.old_per_token_logps.detach().float() if parts.old_per_token_logps is not None else pol
+            adv = parts.advantages.detach().float()
+            adv = adv.unsqueeze(1) if adv.dim() == 1 else adv
+            pg = (torch.exp(pol - old) * adv).abs().expand_as(pol)
+            kl3 = torch.exp(ref - pol) - (ref - pol) - 1
+            klg = parts.beta * (1 - torch.exp(ref - pol)).abs()
+            pg_a = f(aggregate(pg, mask, parts.loss_type))
+            kl_a = abs(parts.beta * f(aggregate(kl3, mask, parts.loss_type)))
+            klg_a = f(aggregate(klg, mask, parts.loss_type))
+            out["kl_loss_share"] = kl_a / (pg_a + kl_a + 1e-8)
+            out["kl_grad_share"] = klg_a / (pg_a + klg_a + 1e-8)
+        else:
+            out["ref_is_policy"] = 0.0
+            out["kl_loss_share"] = 0.0
+            out["kl_grad_share"] = 0.0
+        if self._n_loss % self.every == 0 and parts.prompt_ids is not None and parts.completion_ids is not None:
+            n = self.sample_rows
+            self._sample = {
+                "prompt_ids": parts.prompt_ids[:n].detach().clone(),
+                "prompt_mask": parts.prompt_mask[:n].detach().clone(),
+                "completion_ids": parts.completion_ids[:n].detach().clone(),
+                "mask": mask[:n].clone(),
+                "pol": pol[:n].clone(),
+                "ref": ref[:n].clone() if ref is not None else None,
+            }
+        self._n_loss += 1
+        return out
+
+    # -- after the optimizer step -----------------------------------------------------------------
+    def reference_logps(self, ctx: StepContext, s: dict[str, Any]):
+        """Fresh reference logprobs for sample `s`, or None when no reference exists."""
+        import contextlib
+
+        import torch
+
+        from hypotrack.hooks._util import completion_logps, eval_mode, is_peft, unwrap
+
+        C = s["completion_ids"].size(1)
+        pos = torch.arange(C, device=s["mask"].device).expand_as(s["mask"])
+        last = torch.where(s["mask"], pos, torch.full_like(pos, -1)).max(dim=1, keepdim=True).values
+        cmask = (pos <= last).long()  # attention up to the last loss-bearing token (later ones cannot matter)
+        trainer = getattr(ctx, "trainer", None)
+        if ctx.ref_model is not None:
+            model, cm = ctx.ref_model, contextlib.nullcontext()
+        elif ctx.model is not None and is_peft(ctx.model):
+            base = unwrap(ctx.model)
+            try:
+                from trl.models.utils import use_adapter
+
+                name = "ref" if "ref" in getattr(base, "peft_config", {}) else None
+                cm = use_adapter(base, adapter_name=name)
+            except Exception:  # noqa: BLE001 - older/newer trl: plain peft
+                cm = base.disable_adapter()
+            model = ctx.model
+        else:
+            return None
+        with eval_mode(unwrap(model)), cm:
+            return completion_logps(model, s["prompt_ids"], s["prompt_mask"], s["completion_ids"], cmask, trainer)
+
+    def on_step_end(self, ctx: StepContext) -> dict[str, float]:
+        from hypotrack.hooks._util import f
+
+        out: dict[str, float] = {}
+        if not self.moved and self._fp0 is not None and ctx.model is not None:
+            fp = self._fingerprint(ctx.model)
+            self.moved = fp is not None and not bool((fp == self._fp0).all())
+        s, self._sample = self._sample, None
+        has_ref = ctx.ref_model is not None or (ctx.model is not None and _peft(ctx.model))
+        out["ref_available"] = 1.0 if has_ref else 0.0
+        if s is None:
+            return out
+        fresh = self.reference_logps(ctx, s)
+        if fresh is None:
+            out["ref_logp_max_abs_diff"] = 0.0
+            out["k_source"] = 0.0
+            return out
+        fresh = fresh.to(s["pol"].device)
+        m = s["mask"]
+        if s["ref"] is not None:
+            d = (fresh - s["ref"]).abs()[m]
+            out["ref_logp_max_abs_diff"] = f(d.max()) if d.numel() else 0.0
+        else:
+            out["ref_logp_max_abs_diff"] = 0.0
+            out.update(k_stats(s["pol"], fresh, m))
+            out["k_source"] = 2.0
+        return out
+
+
+def _peft(model) -> bool:
+    from hypotrack.hooks._util import is_peft
+
+    return is_peft(model)

@@ -1,0 +1,326 @@
+"""h06 LoRA weight sync: do the adapters train, does the generator use them, is the reference the base?
+
+Adapters (every `every` steps, LoRA only): per LoRA module and adapter, ||A||, ||B|| and the effective
+update ||scale * B @ A|| (computed as sqrt(trace((B^T B)(A A^T))), no d x d product); aggregated as
+mean/min; `frozen_adapter_share` = share of adapters whose A and B are both bit-identical to train begin;
+`zero_b_share` = share whose B is all zeros (the adapter has no effect at all); `step_change_mean` =
+mean ||A - A_prev|| + ||B - B_prev|| since the previous report.
+
+`ref_equals_base` (every `every` steps): 1.0 when the weights the reference forward uses still equal the
+base weights at train begin (per-tensor sums, exact): under LoRA with ref_model None the reference is
+the adapter-disabled model, i.e. the non-adapter parameters, so this catches a base that is being
+trained; with a ref_model it compares ref_model's parameters to the policy's initial (base) weights by
+name. Without any reference (full fine-tuning, beta 0) it is 1.0 with `ref_available` 0.
+
+Generator vs trainer. On the transformers generation path the generator IS the trained model, so the
+hook watches the generation itself: forward hooks on the causal LM see every decoding forward (a no-grad
+forward with cache arguments and no labels) on rollouts it measures (every `every`-th). From them it records
+- `gen_adapter_active_share`: share of LoRA layers whose adapter was active (enabled, not disabled) during
+  generation (healthy 1.0; "adapters never reach the generator" gives 0.0),
+- `gen_checksum_rel_diff`: checksum of the effective weights seen at generation (sum over LoRA layers of
+  the entries of scale * B @ A when active, = (1^T B)(A 1), cheap; full fine-tuning: sum of all trainable
+  parameters) vs the same checksum in the trainer's state right after generation,
+- the generator's own logprob of every token it sampled (logits / temperature, as TRL scores them).
+`logp_gap_mean`/`logp_gap_max` = |sampling logps - trainer logps| on loss-bearing tokens: TRL's
+`sampling_per_token_logps` vs `old_per_token_logps` when vLLM provides them (`logp_gap_source` 1), else
+the captured generator logps vs the trainer's logps (`old_per_token_logps`, or a trainer forward on
+`sample_rows` rows) (`logp_gap_source` 2); `gen_token_match_share` checks the capture lined up with the
+batch (tokens that do not match are not compared). At step 0 with fresh adapters B == 0, so a disabled
+generator is invisible until the adapters move: read these after the first steps.
+
+Full fine-tuning: the adapter keys are 0.0 and `lora_enabled` is 0; the gap keys work the same.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from hypotrack.hooks.base import DiagnosticHook, RolloutBatch, StepContext
+
+ADAPTER_KEYS = (
+    "adapter_count", "a_norm_mean", "b_norm_mean", "b_norm_min", "delta_norm_mean", "delta_norm_min",
+    "frozen_adapter_share", "zero_b_share", "step_change_mean",
+)
+
+
+def _norm_name(name: str) -> str:
+    """Parameter name without peft wrapping: base_model.model.x.base_layer.weight -> x.weight."""
+    for pre in ("base_model.model.", "module."):
+        if name.startswith(pre):
+            name = name[len(pre):]
+    return name.replace(".base_layer.", ".")
+
+
+class LoraSyncHook(DiagnosticHook):
+    name = "lora_sync"
+
+    def __init__(self, every: int = 10, sample_rows: int = 8, temperature: float | None = None, **settings: Any) -> None:
+        super().__init__(every=every, sample_rows=sample_rows, temperature=temperature, **settings)
+        self.every, self.sample_rows = max(int(every), 1), int(sample_rows)
+        self.temperature = temperature
+        self._model = None
+        self._trainer = None
+        self._lm = None
+        self._handles: list[Any] = []
+        self._init: dict[str, tuple[Any, Any]] = {}
+        self._prev: dict[str, tuple[Any, Any]] = {}
+        self._base_fp0: dict[str, float] = {}
+        self._n_rollouts = 0
+        self._n_steps = 0
+        self._cap: dict[str, Any] | None = None  # capture of the current generation (cleared in on_rollout)
+        self.lora = False
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def _adapters(self):
+        """(key, A weight, B weight, scale, layer) for every LoRA module and adapter name."""
+        from hypotrack.hooks._util import lora_layers
+
+        for lname, layer in lora_layers(self._model):
+            for ad in layer.lora_A.keys():
+                if ad not in layer.lora_B:
+                    continue
+                scale = float(layer.scaling.get(ad, 1.0)) if hasattr(layer, "scaling") else 1.0
+                yield f"{lname}:{ad}", layer.lora_A[ad].weight, layer.lora_B[ad].weight, scale, layer, ad
+
+    @staticmethod
+    def _active(layer, ad) -> bool:
+        if getattr(layer, "disable_adapters", False) or getattr(layer, "merged", False):
+            return False  # merged counts via the base weights, disabled not at all
+        act = getattr(layer, "active_adapters", None)
+        return act is None or ad in act
+
+    def _checksum(self, gen: bool) -> tuple[float, float]:
+        """(checksum of effective weights, share of LoRA layers active)."""
+        import torch
+
+        from hypotrack.hooks._util import unwrap
+
+        with torch.no_grad():
+            if not self.lora:
+                ps = [p.detach().float().sum() for p in unwrap(self._model).parameters() if p.requires_grad]
+                return (float(torch.stack(ps).double().sum()) if ps else 0.0), 0.0
+            tot, active, n = 0.0, 0, 0
+            for _, A, B, s, layer, ad in self._adapters():
+                n += 1
+                if self._active(layer, ad):
+                    active += 1
+                    tot += s * float(B.detach().double().sum(0) @ A.detach().double().sum(1))
+            return tot, (active / n if n else 0.0)
+
+    def _fp(self, model, skip_lora: bool) -> dict[str, float]:
+        import torch
+
+        from hypotrack.hooks._util import unwrap
+
+        with torch.no_grad():
+            items = [
+                (_norm_name(n), p) for n, p in unwrap(model).named_parameters() if not (skip_lora and "lora_" in n)
+            ]
+            if not items:
+                return {}
+            sums = torch.stack([p.detach().double().sum() for _, p in items]).cpu().tolist()
+            return dict(zip([n for n, _ in items], sums))
+
+    # -- generation capture -----------------------------------------------------------------------
+    def _install(self, model) -> None:
+        from hypotrack.hooks._util import unwrap
+
+        m = unwrap(model)
+        lm = m.get_base_model() if hasattr(m, "get_base_model") else m
+        self._lm = lm
+        self._handles.append(lm.register_forward_pre_hook(self._pre, with_kwargs=True))
+        self._handles.append(lm.register_forward_hook(self._post, with_kwargs=True))
+
+    def close(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    def _is_gen(self, kwargs) -> bool:
+        """A decoding forward of `generate`: no grad, no labels, cache arguments present."""
+        import torch
+
+        if self._cap is None or torch.is_grad_enabled() or "labels" in kwargs:
+            return False
+        return any(k in kwargs for k in ("past_key_values", "cache_position", "use_cache"))
+
+    def _is_prefill(self, ids, kwargs) -> bool:
+        pkv = kwargs.get("past_key_values")
+        if pkv is not None and hasattr(pkv, "get_seq_length"):
+            return int(pkv.get_seq_length()) == 0
+        cp = kwargs.get("cache_position")
+        if cp is not None:
+            return int(cp.reshape(-1)[0]) == 0
+        last = self._cap.get("width")  # no cache: the input grows by one token per decoding step
+        return last is None or ids.size(1) != last + 1
+
+    def _pre(self, module, args, kwargs):
+        if not self._is_gen(kwargs):
+            return None
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if ids is None:
+            return None
+        cap = self._cap
+        prefill = self._is_prefill(ids, kwargs)
+        cap["width"] = ids.size(1)
+        if prefill:  # a new generate call
+            cap["calls"] += 1
+            if cap["calls"] == 1:
+                cap["checksum"], cap["active"] = self._checksum(gen=True)
+                cap["rows"] = ids.size(0)
+            cap["prev"] = None
+            return None
+        if cap["calls"] == 1 and cap["prev"] is not None:
+            tok = ids[:, -1]
+            cap["logps"].append(cap["prev"].gather(1, tok.unsqueeze(1)).squeeze(1))
+            cap["toks"].append(tok.detach().clone())
+        return None
+
+    def _post(self, module, args, kwargs, output):
+        import torch
+
+        if not self._is_gen(kwargs) or self._cap["calls"] != 1:
+            return None
+        logits = getattr(output, "logits", None)
+        if logits is None:
+            return None
+        t = self._temperature()
+        self._cap["prev"] = torch.log_softmax(logits[:, -1, :].detach().float() / t, dim=-1)
+        return None
+
+    def _temperature(self) -> float:
+        if self.temperature is not None:
+            return float(self.temperature)
+        return float(getattr(self._trainer, "temperature", 1.0) or 1.0)
+
+    # -- events -----------------------------------------------------------------------------------
+    def on_train_begin(self, ctx: StepContext) -> dict[str, float]:
+        from hypotrack.hooks._util import is_peft
+
+        self.close()
+        self._model, self._trainer = ctx.model, ctx.trainer
+        self.lora = is_peft(ctx.model)
+        self._init, self._prev = {}, {}
+        for key, A, B, *_ in self._adapters() if self.lora else ():
+            self._init[key] = (A.detach().clone(), B.detach().clone())
+        self._prev = dict(self._init)
+        self._base_fp0 = self._fp(ctx.model, skip_lora=True)
+        self._install(ctx.model)
+        self._n_rollouts, self._n_steps = 0, 0
+        self._arm()
+        return {"lora_enabled": 1.0 if self.lora else 0.0}
+
+    def _arm(self) -> None:
+        measured = self._n_rollouts % self.every == 0
+        self._cap = {"calls": 0, "prev": None, "logps": [], "toks": [], "rows": 0} if measured else None
+
+    def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
+        import torch
+
+        from hypotrack.hooks._util import f
+
+        cap, self._cap = self._cap, None
+        self._n_rollouts += 1
+        out: dict[str, float] = {}
+        try:
+            mask = batch.completion_mask.detach().bool()
+            if batch.tool_mask is not None:
+                mask = mask & batch.tool_mask.detach().bool()
+            if batch.sampling_per_token_logps is not None and batch.old_per_token_logps is not None:
+                d = (batch.sampling_per_token_logps.detach().float() - batch.old_per_token_logps.detach().float()).abs()
+                d = d[mask]
+                out.update(logp_gap_mean=f(d.mean()) if d.numel() else 0.0, logp_gap_max=f(d.max()) if d.numel() else 0.0)
+                out["logp_gap_source"] = 1.0
+            if cap is None or self._model is None:
+                return out
+            out["gen_captured"] = 1.0 if cap["calls"] >= 1 else 0.0
+            if cap["calls"] < 1:
+                return out  # the generator is not this model (vLLM / a copy): only TRL's sampling logps can tell
+            now, _ = self._checksum(gen=False)
+            out["gen_checksum_rel_diff"] = abs(cap["checksum"] - now) / (abs(now) + 1e-12) if cap["checksum"] != now else 0.0
+            out["gen_adapter_active_share"] = cap["active"] if self.lora else 0.0
+            if "logp_gap_source" in out or not cap["logps"] or cap["rows"] != batch.completion_ids.size(0):
+                return out
+            B, C = batch.completion_ids.shape
+            n = min(len(cap["logps"]), C)
+            glp = torch.stack(cap["logps"][:n], dim=1).to(mask.device)  # (B, n): logp of token t
+            gtok = torch.stack(cap["toks"][:n], dim=1).to(mask.device)
+            ids = batch.completion_ids[:, :n]
+            ok = mask[:, :n] & (gtok == ids)
+            out["gen_token_match_share"] = f(ok.sum() / mask[:, :n].sum().clamp(min=1))
+            if batch.old_per_token_logps is not None:
+                trainer_lp, rows = batch.old_per_token_logps.detach().float()[:, :n], slice(None)
+            else:
+                from hypotrack.hooks._util import completion_logps, eval_mode, unwrap
+
+                r = self.sample_rows
+                rows = slice(0, r)
+                with eval_mode(unwrap(self._model)):
+                    trainer_lp = completion_logps(
+                        self._model, batch.prompt_ids[:r], batch.prompt_mask[:r], batch.completion_ids[:r],
+                        batch.completion_mask[:r], self._trainer, self._temperature(),
+                    )[:, :n]
+            d = (glp[rows] - trainer_lp.to(glp.device)).abs()[ok[rows]]
+            out["logp_gap_mean"] = f(d.mean()) if d.numel() else 0.0
+            out["logp_gap_max"] = f(d.max()) if d.numel() else 0.0
+            out["logp_gap_source"] = 2.0
+            return out
+        finally:
+            self._arm()
+
+    def on_step_end(self, ctx: StepContext) -> dict[str, float]:
+        import math
+
+        import torch
+
+        from hypotrack.hooks._util import f
+
+        report = self._n_steps % self.every == 0
+        self._n_steps += 1
+        if not report or self._model is None:
+            return {}
+        out: dict[str, float] = {"lora_enabled": 1.0 if self.lora else 0.0}
+        # reference == base
+        if ctx.ref_model is not None:
+            ref_fp = self._fp(ctx.ref_model, skip_lora=True)
+            same = all(ref_fp.get(k) == v for k, v in self._base_fp0.items() if k in ref_fp) and bool(
+                set(ref_fp) & set(self._base_fp0)
+            )
+            out["ref_available"] = 1.0
+        elif self.lora:
+            now = self._fp(self._model, skip_lora=True)
+            same = now == self._base_fp0
+            out["ref_available"] = 1.0
+        else:
+            same, out["ref_available"] = True, 0.0
+        out["ref_equals_base"] = 1.0 if same else 0.0
+        if not self.lora:
+            out.update({k: 0.0 for k in ADAPTER_KEYS})
+            return out
+        an, bn, dn, moved, zero_b, change = [], [], [], [], [], []
+        with torch.no_grad():
+            for key, A, B, s, _, _ in self._adapters():
+                A_, B_ = A.detach().float(), B.detach().float()
+                an.append(f(A_.norm()))
+                bn.append(f(B_.norm()))
+                dn.append(abs(s) * math.sqrt(max(f(torch.trace((B_.T @ B_) @ (A_ @ A_.T))), 0.0)))
+                A0, B0 = self._init.get(key, (None, None))
+                moved.append(A0 is None or not (torch.equal(A.detach(), A0) and torch.equal(B.detach(), B0)))
+                zero_b.append(not bool(B_.any()))
+                Ap, Bp = self._prev.get(key, (A0, B0))
+                if Ap is not None:
+                    change.append(f((A_ - Ap.float()).norm()) + f((B_ - Bp.float()).norm()))
+                self._prev[key] = (A.detach().clone(), B.detach().clone())
+        n = len(an)
+        mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
+        out.update(
+            adapter_count=float(n),
+            a_norm_mean=mean(an),
+            b_norm_mean=mean(bn),
+            b_norm_min=min(bn) if bn else 0.0,
+            delta_norm_mean=mean(dn),
+            delta_norm_min=min(dn) if dn else 0.0,
+            frozen_adapter_share=(n - sum(moved)) / n if n else 0.0,
+            zero_b_share=sum(zero_b) / n if n else 0.0,
+            step_change_mean=mean(change),
+        )
+        return out

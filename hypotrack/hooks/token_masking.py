@@ -1,0 +1,211 @@
+"""h02 token masking: which tokens actually carry loss.
+
+Loss-bearing = completion_mask (x tool_mask when present): exactly TRL's `mask` in `_compute_loss`.
+Every loss-bearing token gets one category, first match wins:
+
+- prompt: the token is prompt text inside the completion. Two sources: the lab's oracle
+  `extra_masks["prompt_in_loss"] == 1`, and a detector that needs no oracle: the completion starts with
+  a copy of the prompt's last k >= `min_prompt_echo` real tokens (a mask/concat bug that prepends the
+  prompt, or part of it, to the completion). The policy itself echoing >= 8 prompt tokens verbatim at
+  the very start is rare; raise `min_prompt_echo` if your task legitimately does that.
+- environment: `tool_mask == 0` or `extra_masks["environment_mask"] == 1` (tool/env output the policy
+  did not write).
+- padding: positions after the row's first eos, or tokens equal to pad_token_id (when pad != eos).
+- completion: everything else (healthy: completion_share == 1.0).
+
+pad/eos confusion: when pad_token_id == eos_token_id, code that masks `ids != pad_id` also masks the
+real eos, so the model never learns to stop. `eos_masked_share` = share of eos-terminated completions
+whose first eos does not carry loss (TRL keeps it: healthy 0.0).
+
+`loss_padding_share` (from on_loss) checks the mask the loss really used (LossParts.mask) for
+padding, independently of the rollout batch.
+"""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from hypotrack.hooks.base import DiagnosticHook, LossParts, RolloutBatch
+
+CATS = ("prompt", "environment", "padding", "completion")
+_COLORS = {"prompt": "#f4a6a6", "environment": "#f7d78a", "padding": "#c9c9c9", "completion": "#a8e6a3"}
+
+
+def _tok_strings(tokenizer: Any, ids: list[int]) -> list[str]:
+    tok = getattr(tokenizer, "tokenizer", tokenizer)  # processors wrap the tokenizer
+    if tok is not None and hasattr(tok, "convert_ids_to_tokens"):
+        try:
+            return [str(t) for t in tok.convert_ids_to_tokens(ids)]
+        except Exception:  # noqa: BLE001 - a sample is best effort
+            pass
+    return [f"<{i}>" for i in ids]
+
+
+class TokenMaskingHook(DiagnosticHook):
+    name = "token_masking"
+
+    def __init__(
+        self, min_prompt_echo: int = 8, n_samples: int = 3, sample_every: int = 50, max_samples: int = 12, **settings: Any
+    ) -> None:
+        super().__init__(
+            min_prompt_echo=min_prompt_echo, n_samples=n_samples, sample_every=sample_every, max_samples=max_samples,
+            **settings,
+        )
+        self.min_prompt_echo = int(min_prompt_echo)
+        self.n_samples, self.sample_every, self.max_samples = int(n_samples), int(sample_every), int(max_samples)
+        self.samples: list[dict[str, Any]] = []  # small: token strings + categories, capped
+        self._n_rollouts = 0
+        self._pad_id: int | None = None
+        self._eos_id: int | None = None
+
+    # -- categories -------------------------------------------------------------------------------
+    def _echo_len(self, prompt_ids, prompt_mask, completion_ids):
+        """Per row: length k of the longest prompt suffix the completion starts with (0 if < min_prompt_echo)."""
+        import torch
+
+        B, C = completion_ids.shape
+        out = torch.zeros(B, dtype=torch.long)
+        m = self.min_prompt_echo
+        if min(C, prompt_ids.size(1)) < m or m <= 0:
+            return out
+        for i in range(B):
+            p = prompt_ids[i][prompt_mask[i].bool()].tolist()
+            c = completion_ids[i].tolist()
+            L, kmax = len(p), min(C, len(p))
+            # candidates: an echo of length k starts at prompt index L-k, so p[L-k] == c[0]
+            for k in range(kmax, m - 1, -1):
+                if p[L - k] == c[0] and p[L - k :] == c[:k]:
+                    out[i] = k
+                    break
+        return out
+
+    def categorize(self, batch: RolloutBatch):
+        """(loss mask (B,C) bool, category codes (B,C) long: index into CATS)."""
+        import torch
+
+        ids = batch.completion_ids.detach().cpu()
+        cmask = batch.completion_mask.detach().cpu().bool()
+        loss = cmask & (batch.tool_mask.detach().cpu().bool() if batch.tool_mask is not None else True)
+        B, C = ids.shape
+        pos = torch.arange(C).expand(B, C)
+        prompt = torch.zeros(B, C, dtype=torch.bool)
+        if "prompt_in_loss" in batch.extra_masks:
+            prompt |= batch.extra_masks["prompt_in_loss"].detach().cpu().bool()
+        echo = self._echo_len(batch.prompt_ids.detach().cpu(), batch.prompt_mask.detach().cpu(), ids)
+        prompt |= pos < echo.unsqueeze(1)
+        env = torch.zeros(B, C, dtype=torch.bool)
+        if batch.tool_mask is not None:
+            env |= ~batch.tool_mask.detach().cpu().bool()
+        if "environment_mask" in batch.extra_masks:
+            env |= batch.extra_masks["environment_mask"].detach().cpu().bool()
+        pad = torch.zeros(B, C, dtype=torch.bool)
+        eos_idx = torch.full((B,), C, dtype=torch.long)
+        if batch.eos_token_id is not None:
+            is_eos = ids == int(batch.eos_token_id)
+            # the first eos after any echoed prompt prefix (the prompt may contain eos-free text only, but be safe)
+            is_eos &= pos >= echo.unsqueeze(1)
+            has = is_eos.any(dim=1)
+            eos_idx[has] = is_eos.int().argmax(dim=1)[has]
+            pad |= pos > eos_idx.unsqueeze(1)
+        if batch.pad_token_id is not None and batch.pad_token_id != batch.eos_token_id:
+            pad |= ids == int(batch.pad_token_id)
+        cat = torch.full((B, C), 3, dtype=torch.long)
+        cat[pad] = 2
+        cat[env] = 1
+        cat[prompt] = 0
+        return loss, cat, eos_idx
+
+    # -- events -----------------------------------------------------------------------------------
+    def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
+        import torch
+
+        from hypotrack.hooks._util import f
+
+        self._pad_id, self._eos_id = batch.pad_token_id, batch.eos_token_id
+        loss, cat, eos_idx = self.categorize(batch)
+        n = loss.sum().clamp(min=1)
+        out = {f"{c}_share": f(((cat == i) & loss).sum() / n) for i, c in enumerate(CATS)}
+        if not loss.any():
+            out["completion_share"] = 0.0
+        out["loss_tokens_per_row"] = f(loss.sum(dim=1).float().mean())
+        B, C = loss.shape
+        has_eos = eos_idx < C
+        if has_eos.any():
+            eos_loss = loss[torch.arange(B)[has_eos], eos_idx[has_eos]]
+            out["eos_masked_share"] = f((~eos_loss).float().mean())
+        else:
+            out["eos_masked_share"] = 0.0
+        same = batch.pad_token_id is not None and batch.pad_token_id == batch.eos_token_id
+        out["pad_eos_same"] = 1.0 if same else 0.0
+        if self._n_rollouts % max(self.sample_every, 1) == 0 and len(self.samples) < self.max_samples:
+            self._keep_samples(batch, loss, cat, step)
+        self._n_rollouts += 1
+        return out
+
+    def on_loss(self, parts: LossParts, step: int) -> dict[str, float]:
+        """Padding inside the mask the loss really used (a fault between rollout and loss shows up here)."""
+        import torch
+
+        from hypotrack.hooks._util import f
+
+        if parts.completion_ids is None:
+            return {}
+        ids = parts.completion_ids.detach()
+        mask = parts.mask.detach().bool()
+        B, C = ids.shape
+        pad = torch.zeros_like(mask)
+        if self._eos_id is not None:
+            is_eos = ids == int(self._eos_id)
+            first = torch.where(is_eos.any(1), is_eos.int().argmax(1), torch.full((B,), C, device=ids.device))
+            pad |= torch.arange(C, device=ids.device).expand(B, C) > first.unsqueeze(1)
+        if self._pad_id is not None and self._pad_id != self._eos_id:
+            pad |= ids == int(self._pad_id)
+        return {"loss_padding_share": f((pad & mask).sum() / mask.sum().clamp(min=1))}
+
+    # -- artifacts --------------------------------------------------------------------------------
+    def _keep_samples(self, batch: RolloutBatch, loss, cat, step: int) -> None:
+        for i in range(min(self.n_samples, loss.size(0), self.max_samples - len(self.samples))):
+            pm = batch.prompt_mask[i].detach().cpu().bool()
+            p_ids = batch.prompt_ids[i].detach().cpu()[pm].tolist()
+            c_ids = batch.completion_ids[i].detach().cpu().tolist()
+            self.samples.append(
+                {
+                    "step": int(step),
+                    "row": i,
+                    "prompt": _tok_strings(batch.tokenizer, p_ids),
+                    "completion": _tok_strings(batch.tokenizer, c_ids),
+                    "loss": loss[i].tolist(),
+                    "cat": [CATS[j] for j in cat[i].tolist()],
+                }
+            )
+
+    def write_artifacts(self, out_dir: Path) -> list[Path]:
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / "token_masking_samples.html"
+        esc = lambda s: html.escape(s, quote=True).replace("\n", "&#8629;<br>")  # noqa: E731
+        parts = [
+            "<!doctype html><html><head><meta charset='utf-8'><title>token masking samples</title><style>",
+            "body{font-family:sans-serif}.t{font-family:monospace;white-space:pre-wrap;border:1px solid #ddd;"
+            "padding:6px;margin-bottom:14px;line-height:1.7}.p{color:#777}.nl{opacity:.45}"
+            "span.k{border-bottom:2px solid #000}",
+            "".join(f".{c}{{background:{col}}}" for c, col in _COLORS.items()),
+            "</style></head><body><h1>Which tokens carry loss</h1>",
+            "<p>Grey text: prompt (never trained). Completion tokens: <b>underlined and coloured</b> = loss-bearing, "
+            "coloured by what the token is: "
+            + " ".join(f"<span class='{c}'>{c}</span>" for c in CATS)
+            + "; faded = masked out (no loss). Healthy: every loss-bearing token is green.</p>",
+        ]
+        if not self.samples:
+            parts.append("<p>No samples recorded.</p>")
+        for s in self.samples:
+            parts.append(f"<h3>step {s['step']}, row {s['row']}</h3><div class='t'>")
+            parts.append("<span class='p'>" + "".join(esc(t) for t in s["prompt"]) + "</span>")
+            for t, l, c in zip(s["completion"], s["loss"], s["cat"]):
+                cls = f"k {c}" if l else f"nl {c}"
+                parts.append(f"<span class='{cls}' title='{c}{' (loss)' if l else ''}'>{esc(t)}</span>")
+            parts.append("</div>")
+        parts.append("</body></html>")
+        path.write_text("".join(parts), encoding="utf-8")
+        return [path]

@@ -1,0 +1,64 @@
+import math
+
+import pytest
+import torch
+
+from hypotrack.hooks.advantages import AdvantagesHook, trl_advantages
+from hypotrack.hooks.base import RolloutBatch
+
+torch.set_num_threads(1)
+
+
+def batch_for(rewards, G, scale="group", weights=None):
+    rpf = torch.tensor(rewards, dtype=torch.float32).reshape(len(rewards), -1)
+    w = torch.ones(rpf.size(1)) if weights is None else torch.tensor(weights)
+    r = (rpf * w).nansum(1)
+    B = rpf.size(0)
+    return RolloutBatch(
+        prompt_ids=torch.ones(B, 3, dtype=torch.long), prompt_mask=torch.ones(B, 3, dtype=torch.long),
+        completion_ids=torch.ones(B, 2, dtype=torch.long), completion_mask=torch.ones(B, 2, dtype=torch.long),
+        advantages=trl_advantages(r, G, scale), rewards_per_func=rpf, reward_weights=w,
+        reward_func_names=[f"f{i}" for i in range(rpf.size(1))], num_generations=G, scale_rewards=scale,
+        pad_token_id=0, eos_token_id=1, prompts_text=[""] * B, completions_text=[""] * B,
+    )
+
+
+def test_trl_formula_by_hand():
+    r = torch.tensor([0.0, 1.0, 1.0, 1.0])
+    mean, std = 0.75, 0.5  # Bessel std of [0,1,1,1]
+    expected = (r - mean) / (std + 1e-4)
+    assert torch.allclose(trl_advantages(r, 4, "group"), expected)
+    assert torch.allclose(trl_advantages(r, 4, "none"), r - mean)
+    # batch mode: group mean, batch std
+    r2 = torch.tensor([0.0, 1.0, 2.0, 4.0])
+    bstd = r2.std()
+    gmean = torch.tensor([0.5, 0.5, 3.0, 3.0])
+    assert torch.allclose(trl_advantages(r2, 2, "batch"), (r2 - gmean) / (bstd + 1e-4))
+
+
+def test_near_constant_group_blows_up_under_group_only():
+    rewards = [0.5] * 7 + [0.501] + [0.0, 1.0] * 4  # group 0 near-constant, group 1 real signal
+    out = AdvantagesHook().on_rollout(batch_for(rewards, 8), step=0)
+    assert out["near_zero_std_share"] == pytest.approx(0.5)
+    assert out["group_std_min"] < 1e-3
+    # the tied group gets a unit-scale advantage (~1.9) from a 0.001 reward difference
+    assert out["near_zero_std_abs_adv_max"] > 1.5
+    assert out["abs_max_none"] <= 0.5 + 1e-6  # 'none' keeps raw reward scale
+    none_only_tied = AdvantagesHook().on_rollout(batch_for([0.5] * 7 + [0.501], 8), step=0)
+    assert none_only_tied["abs_max_group"] > 1000 * none_only_tied["abs_max_none"]
+    assert out["recompute_max_abs_diff"] < 1e-6
+    assert all(math.isfinite(v) for v in out.values())
+
+
+def test_exactly_tied_group_has_zero_advantage_and_nan_rows():
+    rewards = [[1.0], [1.0], [float("nan")], [0.0]]
+    out = AdvantagesHook().on_rollout(batch_for(rewards, 2), step=0)
+    assert out["near_zero_std_share"] == pytest.approx(1.0)  # group 0 tied; group 1 has one scorable row
+    assert out["near_zero_std_abs_adv_max"] == 0.0
+    assert all(math.isfinite(v) for v in out.values())
+
+
+def test_mismatched_advantages_are_flagged():
+    b = batch_for([0.0, 1.0, 0.0, 1.0], 2)
+    b.advantages = b.advantages * 3
+    assert AdvantagesHook().on_rollout(b, 0)["recompute_max_abs_diff"] > 1.0
