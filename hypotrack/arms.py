@@ -97,6 +97,8 @@ def _apply(base: dict[str, Any], overrides: Overrides, fields: tuple[str, ...] |
             out["reward_weights"] = None
         elif name == "plant":
             out["plant"] = sorted(set(out["plant"]) | set(value))
+        elif name in ("critic", "parity"):
+            out[name] = {**(out.get(name) or {}), **value}
         elif name == "set":
             for key, val in value.items():
                 message = check_setting(key, val)
@@ -139,6 +141,8 @@ def resolve_arms(
         "lora": experiment.lora.model_dump(),
         "max_steps": experiment.max_steps,
         "plant": list(experiment.plant),
+        "critic": experiment.critic,
+        "parity": experiment.parity,
     }
     where = f"hypothesis {hypothesis.id}"
     shared = _apply(base, cli, SHARED_FIELDS, "command line")
@@ -166,7 +170,7 @@ def resolve_arms(
                 lora=resolved["lora"] if resolved["lora"].get("enabled", True) else None,
                 max_steps=resolved["max_steps"], hooks=list(hypothesis.hooks),
                 hook_settings=dict(hypothesis.hook_settings), plant=resolved["plant"],
-                deterministic=deterministic, critic=experiment.critic, parity=experiment.parity,
+                deterministic=deterministic, critic=resolved["critic"], parity=resolved["parity"],
             ))
     return specs
 

@@ -32,9 +32,14 @@ class Context:
 
             self._registry = open_registry(self.db_url)
             if reconcile:
-                for run in reconcile_dead(self._registry):
+                dead = reconcile_dead(self._registry)
+                for run in dead:
                     click.echo(f"note: test run {run.id} of {run.hypothesis_id} (pid {run.pid}) had died; "
                                f"marked killed, {run.hypothesis_id} is back to {run.previous_status}", err=True)
+                if any(run.mlflow_parent_run_id for run in dead):
+                    from .close_runs import spawn_detached
+
+                    spawn_detached(self._registry.url)  # ends their MLflow runs as KILLED, in the background
         return self._registry
 
     def catalog(self):
@@ -61,7 +66,8 @@ pass_ctx = click.make_pass_decorator(Context)
 def _console():
     from rich.console import Console
 
-    return Console(soft_wrap=False)
+    # Piped output (logs, CI, `| less`) gets a wide fixed width instead of rich's 80 columns.
+    return Console(soft_wrap=False) if sys.stdout.isatty() else Console(width=160)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -432,7 +438,8 @@ def _register_optional_commands() -> None:
         cli.add_command(command)
 
 
-_register_optional_commands()
+if __name__ != "__main__":  # under `python -m hypotrack.cli` the block at the end hands over instead
+    _register_optional_commands()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -461,4 +468,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # `python -m hypotrack.cli` runs this file as __main__, a second copy of the module: the commands in
+    # cli_run and parity.cli import hypotrack.cli, so run that module's group (one Context class).
+    from hypotrack.cli import main as _main
+
+    _main()

@@ -5,11 +5,8 @@ Kept out of cli.py so the read-only commands never pay for these imports.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
+import json
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -104,8 +101,10 @@ def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | N
     arms = [a.strip() for a in arm_names.split(",") if a.strip()] if arm_names else None
     specs = resolve_arms(hypothesis, exp, exp_path, overrides, seeds=list(range(seeds)) if seeds else None,
                          arms=arms, deterministic=deterministic)
-    flags = {k: v for k, v in click.get_current_context().params.items()
-             if v not in (None, False, (), "") and k not in ("hypothesis_id", "dry_run")}
+    # Recorded with the test run (a JSON column): paths and tuples become strings and lists.
+    flags = json.loads(json.dumps({k: v for k, v in click.get_current_context().params.items()
+                                   if v not in (None, False, (), "") and k not in ("hypothesis_id", "dry_run")},
+                                  default=str))
     if plant:
         _check_plants(plant)
     if dry_run:

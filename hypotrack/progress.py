@@ -97,7 +97,7 @@ def print_outcome(console: Console, hypothesis, outcome) -> None:  # noqa: ANN00
         for name, count in arm.reward_errors.items():
             errors[name] = errors.get(name, 0) + count
     if errors:
-        console.print(f"[yellow]Reward functions raised:[/] " + ", ".join(f"{k}: {v} calls" for k, v in errors.items())
+        console.print("[yellow]Reward functions raised:[/] " + ", ".join(f"{k}: {v} calls" for k, v in errors.items())
                       + " (counted per step as reward_errors/<name>; see the runs' hypotrack.reward_errors tag)")
     console.print(f"Test run {outcome.test_id} in {outcome.seconds:.0f}s; MLflow parent run {outcome.parent_run_id} "
                   f"at {outcome.tracking_uri}; outputs in {outcome.output_dir}")

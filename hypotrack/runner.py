@@ -184,7 +184,9 @@ def run_test(
         _log_plan(tracker, parent_id, hypothesis, hypothesis_file, arms, digest, options)
         if on_start:
             on_start(test.id, parent_id, tracker.uri)
+        _check_stop()
         _run_workers(arms, options.launcher, parallel, tracker, display)
+        _check_stop()
         failed = {a.spec.key: a.error or a.status for a in arms if a.status != "finished"}
         verdict = decide(hypothesis, _series(arms), seeds, failed)
         _log_outcome(tracker, parent_id, arms, verdict, out_root)
@@ -223,9 +225,27 @@ def run_test(
 # ------------------------------------------------------------------ signals
 
 
+class _StopFlag:
+    """Set by SIGINT/SIGTERM; checked by the scheduling loop.
+
+    The handler only sets a flag: an exception raised from a signal handler surfaces
+    inside whatever library code the main thread is in (MLflow's store, SQLAlchemy),
+    which may swallow it.
+    """
+
+    requested: str | None = None
+
+
+def _check_stop() -> None:
+    if _StopFlag.requested:
+        raise _StopRequested(_StopFlag.requested)
+
+
 def _install_stop_handlers() -> dict[int, Any]:
+    _StopFlag.requested = None
+
     def handler(signum: int, _frame: Any) -> None:
-        raise _StopRequested(signal.Signals(signum).name)
+        _StopFlag.requested = signal.Signals(signum).name
 
     previous = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -272,6 +292,7 @@ def _run_workers(arms: list[ArmState], launcher: str, parallel: int, tracker, di
     running: list[ArmState] = []
     last_draw = 0.0
     while queue or running:
+        _check_stop()
         while queue and len(running) < parallel:
             arm = queue.pop(0)
             arm.dir.mkdir(parents=True, exist_ok=True)
@@ -284,6 +305,7 @@ def _run_workers(arms: list[ArmState], launcher: str, parallel: int, tracker, di
             arm.status, arm.started = "starting", time.time()
             running.append(arm)
         time.sleep(0.2)
+        _check_stop()
         for arm in list(running):
             _drain(arm, tracker)
             code = arm.process.poll()
@@ -334,6 +356,14 @@ def _drain(arm: ArmState, tracker) -> None:  # noqa: ANN001
             arm.reward_errors = dict(event.get("total") or {})
             tracker.set_tags(arm.run_id, {"hypotrack.reward_errors": json.dumps(event.get("first_message"))})
         elif kind == "finished":
+            # Final figures a trainer returns without streaming them (critic before/after parity,
+            # parity probes) are logged once, at the last step.
+            final = {k: v for k, v in (event.get("metrics") or {}).items()
+                     if k not in arm.series and isinstance(v, (int, float))}
+            if final:
+                tracker.log_metrics(arm.run_id, final, arm.step)
+                for key, value in final.items():
+                    arm.series[key] = [(arm.step, float(value))]
             arm.status = "finished"
         elif kind == "failed":
             arm.status, arm.error = "failed", str(event.get("error", "failed"))

@@ -167,8 +167,21 @@ class TrainingCallback(TrainerCallback):
                 self.trainer._record(hook, before(self._context()))
 
     def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        self._check_finite_weights(state.global_step)
         for hook in self.hooks:
             self.trainer._record(hook, hook.on_step_end(self._context()))
+
+    def _check_finite_weights(self, step: int) -> None:
+        """A NaN/inf in the weights means the next loss is NaN; stop now with the reason, not later in sampling."""
+        import torch
+
+        params = [p.detach() for p in self.trainer.model.parameters() if p.requires_grad]
+        if not params:
+            return
+        norms = torch._foreach_norm(params)
+        if not torch.isfinite(torch.stack(norms)).all():
+            raise HypotrackError(f"the weights became non-finite after step {step} (the next loss would be NaN); "
+                                 "the arm was stopped: lower the learning rate or check the advantages")
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
         metrics = {k: float(v) for k, v in (logs or {}).items()

@@ -129,7 +129,6 @@ def evaluate_criterion(group: str, c: Criterion, series: Series, seeds: list[int
     if not present:
         return CriterionResult(group, c, per_seed, None, False, 0.0, 0.0, "; ".join(missing[:2]))
     passing = [v for v in present if _compare(c, v)]
-    agreement = len(passing) / len(seeds)
     mean_value = statistics.fmean(abs(v) for v in present) if c.abs else statistics.fmean(present)
     if c.seeds == "all":
         holds = len(passing) == len(seeds)
@@ -139,12 +138,18 @@ def evaluate_criterion(group: str, c: Criterion, series: Series, seeds: list[int
         holds = bool(passing)
     else:  # mean
         holds = bool(OPS[c.op](mean_value, c.threshold))
-        agreement = agreement if holds else 1 - agreement
-    # Effect size: distance to the threshold in units of the seed-to-seed spread (or of the
-    # threshold itself when there is one seed), squashed to 0..1.
+    # Agreement: seeds on the side of the outcome, by the rule of succession ((k+1)/(n+2)), so
+    # one seed can never make a verdict certain and more agreeing seeds make it surer.
+    agreeing = len(passing) if holds else len(present) - len(passing)
+    agreement = (agreeing + 1) / (len(seeds) + 2)
+    # Effect strength: distance to the threshold in units of the seed-to-seed spread (or of a
+    # thousandth of the threshold when the seeds agree exactly), squashed to 0..1.
     spread = statistics.stdev(present) if len(present) > 1 else 0.0
-    scale = max(spread, abs(c.threshold) * 0.25, 1e-6)
-    strength = 1.0 - math.exp(-abs(mean_value - c.threshold) / scale)
+    scale = max(spread, abs(c.threshold) * 1e-3, 1e-9)
+    if mean_value == c.threshold and spread == 0.0 and c.op in (">=", "<=", "=="):
+        strength = 1.0  # exactly on an inclusive bound in every seed (e.g. passed = 1 >= 1): no ambiguity
+    else:
+        strength = 1.0 - math.exp(-abs(mean_value - c.threshold) / scale)
     return CriterionResult(group, c, per_seed, mean_value, holds, agreement, strength, "; ".join(missing[:2]))
 
 
@@ -184,15 +189,15 @@ def decide(hypothesis: Hypothesis, series: Series, seeds: list[int],
     if failed_runs:
         failed = ", ".join(f"{k}: {v}" for k, v in sorted(failed_runs.items()))
         return Verdict("inconclusive", None, f"inconclusive: failed runs ({failed})", results, failed_runs)
-    for group, status in (("validated", "validated"), ("invalidated", "invalidated")):
-        holds, confidence = outcome[group]
-        if holds and not (group == "validated" and outcome["invalidated"][0]):
-            deciding = [r for r in results if r.group == group]
-            summary = f"{status}: " + "; ".join(r.describe() for r in deciding if r.holds)
-            return Verdict(status, round(confidence, 3), summary, results)
     if outcome["validated"][0] and outcome["invalidated"][0]:
         return Verdict("inconclusive", None, "inconclusive: both the validated and the invalidated criteria hold "
                        "(the criteria overlap; tighten them)", results)
+    for group, status in (("validated", "validated"), ("invalidated", "invalidated")):
+        holds, confidence = outcome[group]
+        if holds:
+            deciding = [r for r in results if r.group == group]
+            summary = f"{status}: " + "; ".join(r.describe() for r in deciding if r.holds)
+            return Verdict(status, round(confidence, 3), summary, results)
     failing = [r for r in results if not r.holds]
     summary = "inconclusive: " + "; ".join(r.describe() for r in failing[:3])
     return Verdict("inconclusive", None, summary, results)

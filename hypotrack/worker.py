@@ -7,7 +7,6 @@ runner is the only MLflow client). Exit codes: 0 finished, 1 failed, 143 stopped
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys

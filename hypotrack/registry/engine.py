@@ -137,7 +137,7 @@ def upgrade(url: str, engine: Engine, revision: str = "head") -> None:
         config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
         with engine.begin() as connection:
             config.attributes["connection"] = connection
-            command.upgrade(config, revision)
+            _alembic(command.upgrade, config, revision, url)
 
 
 def downgrade(url: str, engine: Engine, revision: str) -> None:
@@ -152,7 +152,17 @@ def downgrade(url: str, engine: Engine, revision: str) -> None:
         config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
         with engine.begin() as connection:
             config.attributes["connection"] = connection
-            command.downgrade(config, revision)
+            _alembic(command.downgrade, config, revision, url)
+
+
+def _alembic(step, config, revision: str, url: str) -> None:  # noqa: ANN001
+    """Run an alembic command; its own errors (an unknown revision, ...) become a RegistryError."""
+    from alembic.util import CommandError
+
+    try:
+        step(config, revision)
+    except CommandError as exc:
+        raise RegistryError(f"cannot migrate registry {url} to revision {revision!r}: {exc}") from None
 
 
 def open_registry(url: str | None = None, migrate: bool = True) -> Registry:

@@ -67,6 +67,7 @@ class Catalog:
     experiment_files: dict[str, Path] = field(default_factory=dict)
     docs: dict[Path, YamlDoc] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    partial: bool = False  # only some files were loaded (validate PATH...)
 
     def raise_if_problems(self) -> None:
         if self.problems:
@@ -92,7 +93,7 @@ def _parse(path: Path, model: type[BaseModel], catalog: Catalog) -> BaseModel | 
         return model.model_validate(doc.data)
     except ValidationError as exc:
         for err in exc.errors():
-            loc = tuple(err["loc"])
+            loc = _data_loc(doc.data, tuple(err["loc"]))
             message = err["msg"]
             if err["type"] == "extra_forbidden":
                 message = "unknown key"
@@ -102,6 +103,26 @@ def _parse(path: Path, model: type[BaseModel], catalog: Catalog) -> BaseModel | 
                 message = message[len("Value error, "):]
             catalog.problems.append(Problem(path, doc.line_of(loc), dotted(loc), message))
         return None
+
+
+def _data_loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``loc`` without pydantic's union tags (``validated.0.criterion.op`` -> ``validated.0.op``).
+
+    A non-final string part that is not a key of the mapping at that point is a tag, not a key.
+    """
+    out: list[Any] = []
+    for index, part in enumerate(loc):
+        last = index == len(loc) - 1
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        elif isinstance(part, str) and not last:
+            continue
+        else:
+            data = None
+        out.append(part)
+    return tuple(out)
 
 
 def _problem(catalog: Catalog, path: Path, loc: tuple[Any, ...], message: str) -> None:
@@ -140,7 +161,7 @@ def _check_section(catalog: Catalog, path: Path, key: str, data: dict, module: s
     except ValidationError as exc:
         for err in exc.errors():
             message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-            _problem(catalog, path, (key, *err["loc"]), message)
+            _problem(catalog, path, (*key.split("."), *err["loc"]), message)
 
 
 def _yaml_files(directory: Path) -> list[Path]:
@@ -169,6 +190,7 @@ def load_catalog(
     project = project or Project.locate()
     catalog = Catalog(project=project)
     if paths:
+        catalog.partial = True
         hyp_files, exp_files = _split_paths(paths, catalog)
     else:
         hyp_files, exp_files = _yaml_files(project.hypotheses_dir), _yaml_files(project.experiments_dir)
@@ -221,7 +243,7 @@ def _cross_check(catalog: Catalog, check_metrics: bool) -> None:
         for index, prereq in enumerate(hypothesis.prerequisites):
             if prereq == hyp_id:
                 _problem(catalog, path, ("prerequisites", index), "a hypothesis cannot be its own prerequisite")
-            elif prereq not in catalog.hypotheses and _is_full_load(catalog):
+            elif prereq not in catalog.hypotheses and not _declared_elsewhere(catalog, prereq):
                 _problem(catalog, path, ("prerequisites", index), f"unknown hypothesis id {prereq!r}")
         for index, hook in enumerate(hypothesis.hooks):
             if hook not in known_hooks:
@@ -243,7 +265,17 @@ def _cross_check(catalog: Catalog, check_metrics: bool) -> None:
                 if message:
                     _problem(catalog, path, (section, "set", key), message)
         experiment = _experiment_for(catalog, hypothesis, path)
-        if experiment is None or not check_metrics:
+        if experiment is None:
+            continue
+        for section in ("treatment", "control"):
+            for key in ("critic", "parity"):
+                changes = getattr(getattr(hypothesis, section), key)
+                if changes:
+                    merged = {**(getattr(experiment, key) or {}), **changes}
+                    module = f"hypotrack.{key}.settings"
+                    _check_section(catalog, path, f"{section}.{key}", merged, module,
+                                   "CriticSettings" if key == "critic" else "ParitySettings")
+        if not check_metrics:
             continue
         funcs = metric_names.reward_func_names(experiment.rewards + (hypothesis.treatment.rewards or []))
         known = metric_names.expand(patterns, funcs)
@@ -260,9 +292,12 @@ def _cross_check(catalog: Catalog, check_metrics: bool) -> None:
             _problem(catalog, path, ("arms",), "the criteria compare arms, but arms has no 'treatment'")
 
 
-def _is_full_load(catalog: Catalog) -> bool:
-    # When validating single files, prerequisites may live in files not given.
-    return bool(catalog.hypotheses) and catalog.project.hypotheses_dir.is_dir()
+def _declared_elsewhere(catalog: Catalog, hypothesis_id: str) -> bool:
+    """When validating single files, a prerequisite may live in a project file not given."""
+    if not catalog.partial:
+        return False
+    return any(p.stem == hypothesis_id or p.stem.startswith(hypothesis_id + "_")
+               for p in _yaml_files(catalog.project.hypotheses_dir))
 
 
 def _experiment_for(catalog: Catalog, hypothesis: Hypothesis, path: Path) -> Experiment | None:

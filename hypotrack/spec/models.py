@@ -7,9 +7,9 @@ not a silently ignored setting discovered after a ten-minute run.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 Priority = Literal["high", "medium", "low"]
 Status = Literal["pending", "testing", "validated", "partial", "invalidated", "inconclusive"]
@@ -132,6 +132,8 @@ class Overrides(_Strict):
     rewards: list[str] | None = Field(None, description="Replace the reward functions (e.g. single-component).")
     plant: list[str] | None = None
     set: dict[str, Any] = Field(default_factory=dict, description="Any GRPOConfig field, or lora.<field>.")
+    critic: dict[str, Any] = Field(default_factory=dict, description="Critic settings changed (trainer: critic).")
+    parity: dict[str, Any] = Field(default_factory=dict, description="Parity settings changed (trainer: parity).")
 
     def is_empty(self) -> bool:
         return not self.model_dump(exclude_defaults=True)
@@ -161,7 +163,16 @@ class AnyOf(_Strict):
     any: list[Criterion] = Field(min_length=1)
 
 
-Clause = Criterion | AnyOf
+def _clause_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "any" if "any" in value else "criterion"
+    return "any" if isinstance(value, AnyOf) else "criterion"
+
+
+# Discriminated, so a typo in a criterion is reported once, against Criterion, instead of
+# once per union member (pydantic would also list AnyOf's "any: missing", "metric: unknown key").
+Clause = Annotated[Union[Annotated[Criterion, Tag("criterion")], Annotated[AnyOf, Tag("any")]],
+                   Discriminator(_clause_kind)]
 
 
 class Criteria(_Strict):
