@@ -1,0 +1,96 @@
+"""Shared fixtures: a throw-away project copy, a registry file, and the real CLI as a subprocess.
+
+Other test modules may append fixtures here; keep these generic.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHIPPED_HYPOTHESES = REPO_ROOT / "hypotheses"
+SHIPPED_EXPERIMENTS = REPO_ROOT / "experiments"
+SEED_IDS = ("h01", "h02", "h03", "h04", "h05", "h06")
+
+
+def copy_project(dest: Path, only: tuple[str, ...] | None = None) -> Path:
+    """Copy the shipped hypotheses/ and experiments/ into ``dest`` (optionally only some hypothesis ids)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(SHIPPED_EXPERIMENTS, dest / "experiments")
+    (dest / "hypotheses").mkdir()
+    for path in sorted(SHIPPED_HYPOTHESES.glob("*.yaml")):
+        if only is None or path.name.split("_", 1)[0] in only:
+            shutil.copy2(path, dest / "hypotheses" / path.name)
+    return dest
+
+
+def dump_sqlite(path: Path) -> dict[str, list[tuple]] | None:
+    """Every table's rows (sorted), or None when the file does not exist: compare before/after."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = [r[0] for r in con.execute("select name from sqlite_master where type='table' order by name")]
+        return {t: sorted(con.execute(f'select * from "{t}"').fetchall(), key=repr) for t in tables}
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def project_dir(tmp_path: Path) -> Path:
+    """A writable copy of the shipped project (every hypothesis and experiment)."""
+    return copy_project(tmp_path / "project")
+
+
+@pytest.fixture
+def seed_project_dir(tmp_path: Path) -> Path:
+    """A writable copy holding only the six seed hypotheses h01-h06 (and every experiment)."""
+    return copy_project(tmp_path / "seed_project", SEED_IDS)
+
+
+@pytest.fixture
+def registry_path(tmp_path: Path) -> Path:
+    """Where this test's registry lives (not created until something opens it)."""
+    return tmp_path / "registry.db"
+
+
+@pytest.fixture
+def registry_url(registry_path: Path) -> str:
+    return f"sqlite:///{registry_path}"
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path, project_dir: Path, registry_path: Path) -> dict[str, str]:
+    """Environment for a CLI subprocess: this test's project and registry, nothing from the user's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HYPOTRACK_", "MLFLOW_"))}
+    env.update(HYPOTRACK_PROJECT=str(project_dir), HYPOTRACK_DB=str(registry_path),
+               MLFLOW_TRACKING_URI=f"file:{tmp_path / 'mlruns'}", PYTHONDONTWRITEBYTECODE="1",
+               COLUMNS="200", NO_COLOR="1")
+    env.pop("PYTHONSTARTUP", None)
+    return env
+
+
+@pytest.fixture
+def run_cli(cli_env: dict[str, str], tmp_path: Path):
+    """Run ``python -m hypotrack.cli ARGS...`` for real; returns the CompletedProcess (text mode)."""
+
+    def run(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "hypotrack.cli", *map(str, args)], capture_output=True,
+                              text=True, env=env or cli_env, cwd=cwd or tmp_path, timeout=timeout)
+
+    return run
+
+
+@pytest.fixture
+def registry_dump():
+    """``registry_dump(path)``: every table's rows, for before/after comparisons."""
+    return dump_sqlite

@@ -1,0 +1,189 @@
+"""The verdict engine (hypotrack/verdict.py) on constructed metric series."""
+
+from __future__ import annotations
+
+import pytest
+
+from hypotrack.spec.models import Criterion, Hypothesis
+from hypotrack.verdict import aggregate_steps, decide, evaluate_criterion
+
+SEEDS = [0, 1, 2]
+
+
+def hyp(validated=(), invalidated=()) -> Hypothesis:
+    return Hypothesis.model_validate({"id": "h90", "title": "t", "priority": "high", "statement": "s",
+                                      "criteria": {"validated": list(validated), "invalidated": list(invalidated)}})
+
+
+def flat(value: float, steps: int = 20) -> list[tuple[int, float]]:
+    return [(s, value) for s in range(steps)]
+
+
+def series(metric: str, control: dict[int, float], treatment: dict[int, float] | None = None, steps: int = 20):
+    out = {"control": {seed: {metric: flat(v, steps)} for seed, v in control.items()}}
+    if treatment is not None:
+        out["treatment"] = {seed: {metric: flat(v, steps)} for seed, v in treatment.items()}
+    return out
+
+
+def crit(**kw) -> Criterion:
+    return Criterion.model_validate({"metric": "reward", "threshold": 0.05, **kw})
+
+
+DELTA_UP = {"metric": "reward", "arm": "delta", "op": ">=", "threshold": 0.05, "seeds": "majority"}
+DELTA_FLAT = {"metric": "reward", "arm": "delta", "abs": True, "op": "<", "threshold": 0.02, "seeds": "all"}
+
+
+# --------------------------------------------------------------------------- step aggregation
+
+
+def test_step_aggregations():
+    points = [(s, float(s)) for s in range(10)]  # 0..9
+    assert aggregate_steps(points, "mean", 3) == pytest.approx(4.5)
+    assert aggregate_steps(points, "mean_last", 3) == pytest.approx(8.0)
+    assert aggregate_steps(points, "mean_first", 3) == pytest.approx(1.0)
+    assert aggregate_steps(points, "last", 3) == 9.0
+    assert aggregate_steps(points, "first", 3) == 0.0
+    assert aggregate_steps(points, "max", 3) == 9.0
+    assert aggregate_steps(points, "min", 3) == 0.0
+    assert aggregate_steps(points, "slope", 3) == pytest.approx(1.0)
+    assert aggregate_steps([(s, 2.0 - 0.5 * s) for s in range(6)], "slope", 1) == pytest.approx(-0.5)
+
+
+def test_step_aggregation_sorts_steps_and_skips_non_finite():
+    points = [(3, 3.0), (0, 0.0), (2, float("nan")), (1, 1.0), (4, float("inf"))]
+    assert aggregate_steps(points, "last", 1) == 3.0
+    assert aggregate_steps(points, "mean", 1) == pytest.approx(4 / 3)
+    assert aggregate_steps([], "mean", 1) is None
+    assert aggregate_steps([(1, 1.0)], "slope", 1) is None  # one point has no slope
+    assert aggregate_steps([(1, 1.0), (1, 2.0)], "slope", 1) is None
+    with pytest.raises(ValueError):
+        aggregate_steps([(1, 1.0)], "median", 1)
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+def test_validated_when_treatment_improves():
+    data = series("reward", {0: 0.3, 1: 0.3, 2: 0.3}, {0: 0.5, 1: 0.45, 2: 0.52})
+    verdict = decide(hyp([DELTA_UP], [DELTA_FLAT]), data, SEEDS)
+    assert verdict.status == "validated"
+    assert 0 < verdict.confidence <= 1
+    assert verdict.summary.startswith("validated: reward [delta")
+    assert verdict.evidence()["criteria"][0]["per_seed"]["0"] == pytest.approx(0.2)
+
+
+def test_invalidated_when_no_difference():
+    data = series("reward", {0: 0.3, 1: 0.3, 2: 0.3}, {0: 0.301, 1: 0.299, 2: 0.3})
+    verdict = decide(hyp([DELTA_UP], [DELTA_FLAT]), data, SEEDS)
+    assert verdict.status == "invalidated" and verdict.confidence > 0
+
+
+def test_inconclusive_in_between():
+    data = series("reward", {0: 0.3, 1: 0.3, 2: 0.3}, {0: 0.33, 1: 0.33, 2: 0.33})
+    verdict = decide(hyp([DELTA_UP], [DELTA_FLAT]), data, SEEDS)
+    assert verdict.status == "inconclusive" and verdict.confidence is None
+    assert verdict.summary.startswith("inconclusive:")
+
+
+def test_overlapping_criteria_are_inconclusive():
+    data = series("reward", {0: 0.3, 1: 0.3, 2: 0.3}, {0: 0.5, 1: 0.5, 2: 0.5})
+    both = {"metric": "reward", "arm": "delta", "op": ">", "threshold": 0.0}
+    verdict = decide(hyp([both], [both]), data, SEEDS)
+    assert verdict.status == "inconclusive" and "overlap" in verdict.summary
+
+
+@pytest.mark.parametrize("mode, passing_values, expected", [
+    ("all", [1.0, 1.0, 1.0], True),
+    ("all", [1.0, 1.0, 0.0], False),
+    ("majority", [1.0, 1.0, 0.0], True),
+    ("majority", [1.0, 0.0, 0.0], False),
+    ("any", [1.0, 0.0, 0.0], True),
+    ("any", [0.0, 0.0, 0.0], False),
+    ("mean", [2.0, 0.0, 0.0], True),   # mean 0.67 >= 0.5 though only one seed passes
+    ("mean", [0.6, 0.6, 0.0], False),  # mean 0.4 < 0.5 though a majority passes
+])
+def test_seed_modes(mode, passing_values, expected):
+    c = crit(arm="control", seeds=mode, op=">=", threshold=0.5)
+    data = series("reward", dict(enumerate(passing_values)))
+    result = evaluate_criterion("validated", c, data, SEEDS)
+    assert result.holds is expected
+    assert decide(hyp([c.model_dump()]), data, SEEDS).status == ("validated" if expected else "inconclusive")
+
+
+def test_abs_and_slope_criterion():
+    rising = {"control": {seed: {"kl": [(s, -0.1 * s) for s in range(10)]} for seed in SEEDS}}
+    c = crit(metric="kl", arm="control", steps="slope", abs=True, op=">", threshold=0.05, seeds="all")
+    result = evaluate_criterion("validated", c, rising, SEEDS)
+    assert result.holds and result.value == pytest.approx(0.1)
+    assert "|kl|" in result.describe()
+
+
+def test_max_aggregation_decides():
+    data = {"control": {seed: {"grad_norm": [(0, 1.0), (1, 50.0), (2, 1.0)]} for seed in SEEDS}}
+    c = {"metric": "grad_norm", "arm": "control", "steps": "max", "op": ">=", "threshold": 10, "seeds": "all"}
+    assert decide(hyp([c]), data, SEEDS).status == "validated"
+    c["steps"] = "mean_last"
+    c["k"] = 1
+    assert decide(hyp([c]), data, SEEDS).status == "inconclusive"
+
+
+def test_any_group_holds_when_one_member_holds():
+    data = {"control": {seed: {"a": flat(0.0), "b": flat(1.0)} for seed in SEEDS}}
+    group = {"any": [{"metric": "a", "arm": "control", "op": ">", "threshold": 0.5},
+                     {"metric": "b", "arm": "control", "op": ">", "threshold": 0.5}]}
+    verdict = decide(hyp([group]), data, SEEDS)
+    assert verdict.status == "validated" and len(verdict.results) == 2
+    none_hold = {"any": [{"metric": "a", "arm": "control", "op": ">", "threshold": 0.5},
+                         {"metric": "b", "arm": "control", "op": ">", "threshold": 5}]}
+    assert decide(hyp([none_hold]), data, SEEDS).status == "inconclusive"
+
+
+def test_failed_runs_make_it_inconclusive_never_validated():
+    data = series("reward", {0: 0.3, 1: 0.3, 2: 0.3}, {0: 0.9, 1: 0.9, 2: 0.9})
+    verdict = decide(hyp([DELTA_UP], [DELTA_FLAT]), data, SEEDS, failed_runs={"treatment/2": "CUDA OOM"})
+    assert verdict.status == "inconclusive" and verdict.confidence is None
+    assert "failed runs" in verdict.summary and "treatment/2: CUDA OOM" in verdict.summary
+    assert verdict.evidence()["failed_runs"] == {"treatment/2": "CUDA OOM"}
+
+
+def test_missing_metric_is_inconclusive_with_reason():
+    data = series("loss", {0: 0.3, 1: 0.3, 2: 0.3}, {0: 0.9, 1: 0.9, 2: 0.9})
+    verdict = decide(hyp([DELTA_UP]), data, SEEDS)
+    assert verdict.status == "inconclusive"
+    assert "no data" in verdict.summary and "reward not logged in treatment seed 0" in verdict.summary
+    assert verdict.results[0].missing
+
+
+def test_missing_arm_seed_counts_against_all():
+    data = series("reward", {0: 1.0, 1: 1.0})  # seed 2 never logged
+    c = {"metric": "reward", "arm": "control", "op": ">=", "threshold": 0.5, "seeds": "all"}
+    result = evaluate_criterion("validated", Criterion.model_validate(c), data, SEEDS)
+    assert not result.holds and result.per_seed[2] is None and "seed 2" in result.missing
+    c["seeds"] = "majority"
+    assert evaluate_criterion("validated", Criterion.model_validate(c), data, SEEDS).holds
+
+
+def test_confidence_grows_with_margin_and_seeds():
+    weak = {"control": {0: {"reward": flat(0.3)}, 1: {"reward": flat(0.3)}, 2: {"reward": flat(0.3)}},
+            "treatment": {0: {"reward": flat(0.36)}, 1: {"reward": flat(0.30)}, 2: {"reward": flat(0.42)}}}
+    strong = {"control": weak["control"],
+              "treatment": {0: {"reward": flat(0.86)}, 1: {"reward": flat(0.80)}, 2: {"reward": flat(0.92)}}}
+    h = hyp([DELTA_UP])
+    weak_v, strong_v = decide(h, weak, SEEDS), decide(h, strong, SEEDS)
+    assert weak_v.status == strong_v.status == "validated"
+    assert weak_v.confidence < strong_v.confidence <= 1.0
+    # more agreeing seeds make a verdict surer; one seed never makes it certain
+    five = [0, 1, 2, 3, 4]
+    data5 = series("reward", {s: 0.3 for s in five}, {s: 0.8 for s in five})
+    one = series("reward", {0: 0.3}, {0: 0.8})
+    assert decide(h, one, [0]).confidence < decide(h, strong, SEEDS).confidence < decide(h, data5, five).confidence
+    assert decide(h, one, [0]).confidence < 1.0
+
+
+def test_exact_inclusive_bound_counts_as_full_strength():
+    data = {"control": {seed: {"passed": flat(1.0)} for seed in SEEDS}}
+    c = {"metric": "passed", "arm": "control", "op": ">=", "threshold": 1.0, "seeds": "all"}
+    verdict = decide(hyp([c]), data, SEEDS)
+    assert verdict.status == "validated"
+    assert verdict.results[0].strength == 1.0
