@@ -63,6 +63,51 @@ class Context:
 pass_ctx = click.make_pass_decorator(Context)
 
 
+class LazyGroup(click.Group):
+    """Commands that live in heavier modules are imported only when invoked.
+
+    `hypotrack --help` lists them from the short help given here, so listing
+    commands never imports the training, MLflow or parity code paths.
+    """
+
+    lazy: dict[str, tuple[str, str, str]] = {
+        "run": ("hypotrack.cli_run", "run",
+                "Test a hypothesis: train control and treatment arms over seeds, log to MLflow, record the verdict."),
+        "ui": ("hypotrack.cli_run", "ui", "Start the MLflow UI on the same store as `hypotrack run`, on 127.0.0.1."),
+        "parity": ("hypotrack.parity.cli", "parity",
+                   "Parity checks: reference GRPO loss vs TRL, logprob contexts, determinism."),
+        "selftest": ("hypotrack.cli_selftest", "selftest",
+                     "Run every hypothesis against every planted fault and a clean run; print the confusion matrix."),
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is not None or name not in self.lazy:
+            return command
+        import importlib
+
+        module, attribute, _ = self.lazy[name]
+        try:
+            command = getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise click.ClickException(f"the `{name}` command is not available in this install ({exc})") from None
+        self.add_command(command, name)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.commands:
+                rows.append((name, self.commands[name].get_short_help_str(limit=formatter.width)))
+            else:
+                rows.append((name, self.lazy[name][2]))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
 def _console():
     from rich.console import Console
 
@@ -70,7 +115,7 @@ def _console():
     return Console(soft_wrap=False) if sys.stdout.isatty() else Console(width=160)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--db", envvar="HYPOTRACK_DB", metavar="URL",
               help="Registry location: a SQLAlchemy URL or a file path [env HYPOTRACK_DB; default ./hypotrack.db].")
 @click.option("--project", envvar="HYPOTRACK_PROJECT", metavar="DIR",
@@ -423,23 +468,6 @@ def _open_unmigrated(ctx: Context):
 
 
 # --------------------------------------------------------------------------- entry point
-
-
-def _register_optional_commands() -> None:
-    """Commands that live in their own modules (they import heavy things only when run)."""
-    import importlib
-
-    for module, name in (("hypotrack.cli_run", "run"), ("hypotrack.cli_run", "ui"),
-                         ("hypotrack.parity.cli", "parity"), ("hypotrack.cli_selftest", "selftest")):
-        try:
-            command = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):
-            continue
-        cli.add_command(command)
-
-
-if __name__ != "__main__":  # under `python -m hypotrack.cli` the block at the end hands over instead
-    _register_optional_commands()
 
 
 def main(argv: list[str] | None = None) -> None:

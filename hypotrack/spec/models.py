@@ -22,7 +22,9 @@ HYPOTHESIS_ID = re.compile(r"^h\d{2,}$")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False)
+    # defer_build: schemas are built on first use, so a command that never validates an
+    # Experiment (status, next) does not pay for building its schema at import.
+    model_config = ConfigDict(extra="forbid", frozen=False, defer_build=True)
 
 
 # --------------------------------------------------------------------------- experiment
