@@ -106,6 +106,7 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
         callbacks=[callback],
     )
     callback.trainer = trainer
+    _quiet(trainer)
     if faults is not None:
         faults.attach(trainer)
     events.emit("config", grpo=_jsonable(args.to_dict()), versions=versions(),
@@ -132,6 +133,14 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
         except Exception as exc:  # noqa: BLE001 - a broken artifact must not fail a finished run
             events.emit("warning", message=f"hook {hook.name} could not write its artifacts: {exc}")
     return callback.last_metrics
+
+
+def _quiet(trainer) -> None:  # noqa: ANN001
+    """Drop transformers' PrinterCallback: with tqdm off it prints every log dict (100+ keys with
+    hooks on) to the worker's log each step; the metrics already stream to the runner."""
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)
 
 
 def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
