@@ -1,0 +1,129 @@
+"""Planted faults: faithful copies of real GRPO bugs, switched on by `plant:` or `--plant`.
+
+Each fault acts at the same seams the diagnostics observe (rewards, the rollout
+batch, the loss inputs, the trainer's configuration), so `hypotrack selftest`
+can show that each hypothesis catches its own bug and stays quiet otherwise.
+A fault is part of the setup being debugged: it applies to both arms, and a
+hypothesis's treatment is the fix that should make it harmless.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+# name -> (hypothesis it imitates, what it does)
+FAULTS: dict[str, tuple[str, str]] = {
+    "tiny_std_rewards": ("h01", "a shaping term adds +-1e-3 jitter, so tied groups get a tiny std that group "
+                                "scaling blows up to unit-size advantages"),
+    "prompt_in_loss": ("h02", "the last prompt tokens are spliced into the completion with loss on them, as a "
+                              "mask that starts at the wrong offset does"),
+    "kl_wrong_sign": ("h03", "the KL term enters the loss with a negative coefficient, rewarding divergence "
+                             "from the reference"),
+    "truncate_answer": ("h04", "prompts are cut to a budget that drops the paragraph holding the answer"),
+    "noisy_reward_component": ("h05", "a second reward component is pure noise and weighs as much as the "
+                                      "task reward"),
+    "lora_not_synced": ("h06", "generation runs with the LoRA adapters disabled, so rollouts never come from "
+                               "the trained policy"),
+}
+
+# Config-level parts, applied when the arms are resolved (before the hypothesis's own changes,
+# so a treatment such as --max-prompt-length still overrides them).
+CONFIG_CHANGES: dict[str, dict[str, Any]] = {
+    "truncate_answer": {"data.max_prompt_length": 96, "data.truncation_side": "left"},
+    "kl_wrong_sign": {"grpo.beta": 0.04},
+}
+PROMPT_TOKENS_IN_LOSS = 4
+
+
+def apply_config(name: str, arm: dict[str, Any]) -> None:
+    """Apply a fault's config-level changes to a resolved arm dict (data.* / grpo.* keys)."""
+    for dotted, value in CONFIG_CHANGES.get(name, {}).items():
+        section, key = dotted.split(".", 1)
+        arm[section][key] = value
+
+
+def _jitter(text: str) -> float:
+    """A deterministic +-1e-3 'shaping' value per completion (like a length or style bonus)."""
+    return ((zlib.crc32(text.encode()) % 2001) - 1000) * 1e-6
+
+
+@dataclass
+class Faults:
+    names: list[str]
+
+    def attach(self, trainer) -> None:  # noqa: ANN001
+        if "kl_wrong_sign" in self.names and trainer.beta != 0.0:
+            trainer.beta = -abs(trainer.beta)
+        if "lora_not_synced" in self.names:
+            _generate_without_adapters(trainer)
+
+    def rewards(self, trainer, rewards_per_func, inputs, completions):  # noqa: ANN001
+        import torch
+
+        if "tiny_std_rewards" in self.names:
+            jitter = torch.tensor([_jitter(str(c)) for c in completions], dtype=rewards_per_func.dtype,
+                                  device=rewards_per_func.device)
+            rewards_per_func = rewards_per_func.clone()
+            rewards_per_func[:, 0] = rewards_per_func[:, 0] + jitter
+        if "noisy_reward_component" in self.names and rewards_per_func.shape[1] > 1:
+            generator = torch.Generator().manual_seed(trainer.state.global_step * 7919 + trainer.args.seed)
+            rewards_per_func = rewards_per_func.clone()
+            noise = torch.rand(rewards_per_func.shape[0], generator=generator)
+            rewards_per_func[:, 1] = noise.to(rewards_per_func.device) * 2.0  # weighs as much as the task reward
+        return rewards_per_func
+
+    def rollout(self, trainer, output: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001
+        if "prompt_in_loss" in self.names:
+            output = _splice_prompt_into_completion(output, PROMPT_TOKENS_IN_LOSS)
+        return output
+
+    def loss_inputs(self, trainer, inputs: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001
+        return inputs
+
+
+def _splice_prompt_into_completion(output: dict[str, Any], k: int) -> dict[str, Any]:
+    """Move the last k prompt tokens into the completion, mask 1: loss now lands on prompt tokens."""
+    import torch
+
+    prompt_ids, prompt_mask = output["prompt_ids"], output["prompt_mask"]
+    k = min(k, prompt_ids.shape[1] - 1)
+    moved_ids, moved_mask = prompt_ids[:, -k:], prompt_mask[:, -k:]
+    out = dict(output)
+    out["prompt_ids"], out["prompt_mask"] = prompt_ids[:, :-k], prompt_mask[:, :-k]
+    out["completion_ids"] = torch.cat([moved_ids, output["completion_ids"]], dim=1)
+    out["completion_mask"] = torch.cat([moved_mask, output["completion_mask"]], dim=1)
+    for key in ("old_per_token_logps", "ref_per_token_logps", "sampling_per_token_logps"):
+        if output.get(key) is not None:  # logprobs of the moved tokens are unknown: zeros keep shapes aligned
+            out[key] = torch.cat([output[key].new_zeros(output[key].shape[0], k), output[key]], dim=1)
+    if output.get("tool_mask") is not None:
+        out["tool_mask"] = torch.cat([output["tool_mask"].new_ones(output["tool_mask"].shape[0], k),
+                                      output["tool_mask"]], dim=1)
+    marker = torch.zeros_like(out["completion_mask"])
+    marker[:, :k] = moved_mask
+    out["hypotrack_prompt_in_loss"] = marker  # lets the token-masking hook name what it sees
+    return out
+
+
+def _generate_without_adapters(trainer) -> None:  # noqa: ANN001
+    """Wrap TRL's generation so it samples from the base weights: the trained adapters never reach it."""
+    original: Callable[..., Any] = trainer._generate
+
+    def generate(*args: Any, **kwargs: Any):
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        if not hasattr(model, "disable_adapter"):
+            return original(*args, **kwargs)  # full fine-tuning: nothing to desynchronise
+        with model.disable_adapter():
+            return original(*args, **kwargs)
+
+    trainer._generate = generate
+
+
+def build_faults(names: list[str]) -> Faults:
+    unknown = [n for n in names if n not in FAULTS]
+    if unknown:
+        from hypotrack.errors import HypotrackError
+
+        raise HypotrackError(f"unknown planted fault(s) {unknown} (known: {', '.join(FAULTS)})")
+    return Faults(list(names))

@@ -1,0 +1,5 @@
+"""Reward functions by stable import path, e.g. "hypotrack.toy.rewards:arith_correct"."""
+from .arith import arith_correct, arith_format
+from .musique_mini import musique_correct, musique_format
+
+__all__ = ["arith_correct", "arith_format", "musique_correct", "musique_format"]

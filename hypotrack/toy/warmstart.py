@@ -1,0 +1,126 @@
+"""Supervised warm start: makes the tiny model partially competent, then caches model + tokenizer.
+
+GRPO needs a baseline reward well inside (0, 1): a random model never gets reward (no signal) and a
+fully trained one has nothing to learn. The recipe below (steps per task) is tuned so that sampling
+at the GRPO temperature gives a baseline reward of roughly 0.3-0.6 (see presets.py / calibrate.py).
+Builds are deterministic for a seed, serialized by a file lock, and published atomically.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+# Bump when anything that changes the built weights changes (recipe, tasks, model, tokenizer):
+# the version is part of the cache path, so old builds are simply ignored.
+VERSION = "ws3"
+
+# Per-task supervised recipe. Few steps on purpose: the model must stay imperfect.
+RECIPES = {
+    "arith": dict(steps=500, batch_size=64, lr=3e-3, n_train=20000),
+    "musique-mini": dict(steps=400, batch_size=32, lr=3e-3, n_train=20000, short=True),
+}
+DATA_SEED_OFFSET = 1000  # warm-start rows come from a different seed than GRPO rows
+
+
+def cache_root(cache_dir: str | Path | None = None) -> Path:
+    if cache_dir is not None:
+        return Path(cache_dir)
+    env = os.environ.get("HYPOTRACK_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "hypotrack"
+
+
+def model_dir(task: str, seed: int = 0, cache_dir: str | Path | None = None) -> Path:
+    return cache_root(cache_dir) / "toy" / f"{task}-{VERSION}-seed{seed}"
+
+
+def _encode(tokenizer, prompts, answers, prompt_loss: bool = False):
+    """Left-padded batch (as GRPO sees it); loss on answer tokens + eos (and on the prompt if asked:
+    next-character loss on long prompts with repeated codes teaches copying much faster)."""
+    import torch
+
+    ids, labels = [], []
+    for p, a in zip(prompts, answers):
+        p_ids = tokenizer(p)["input_ids"]  # starts with bos, like TRL's prompt encoding
+        a_ids = tokenizer(a, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        ids.append(p_ids + a_ids)
+        labels.append(([-100] + p_ids[1:] if prompt_loss else [-100] * len(p_ids)) + a_ids)
+    width = max(map(len, ids))
+    pad = tokenizer.pad_token_id
+    input_ids = torch.tensor([[pad] * (width - len(x)) + x for x in ids])
+    attn = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids])
+    lab = torch.tensor([[-100] * (width - len(x)) + y for x, y in zip(ids, labels)])
+    return input_ids, attn, lab
+
+
+def train(task: str, seed: int = 0, steps: int | None = None, log_every: int = 0):
+    """Return (model, tokenizer) after the task's supervised recipe (steps overridable for tuning)."""
+    import torch
+
+    from . import lab
+    from .model import build_model
+    from .tokenizer import build_tokenizer
+
+    recipe = RECIPES[task]
+    steps = recipe["steps"] if steps is None else steps
+    tokenizer = build_tokenizer()
+    model = build_model(tokenizer, seed=seed)
+    if recipe.get("short"):  # musique-mini: filler-free rows teach the same skill ~3x cheaper
+        from .musique_mini import build_dataset
+
+        data = build_dataset(recipe["n_train"], seed + DATA_SEED_OFFSET, short=True)
+    else:
+        data = lab.load_dataset(task, recipe["n_train"], seed + DATA_SEED_OFFSET)
+    prompts, answers = list(data["prompt"]), list(data["answer"])
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=recipe["lr"], weight_decay=0.0)
+    model.train()
+    for step in range(steps):
+        idx = torch.randint(len(prompts), (recipe["batch_size"],), generator=g).tolist()
+        input_ids, attn, lab_ = _encode(tokenizer, [prompts[i] for i in idx], [answers[i] for i in idx],
+                                          recipe.get("prompt_loss", False))
+        loss = model(input_ids=input_ids, attention_mask=attn, labels=lab_).loss
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if log_every and step % log_every == 0:
+            print(f"step {step} loss {loss.item():.3f}", flush=True)
+    model.eval()
+    return model, tokenizer
+
+
+def build(task: str, seed: int = 0, cache_dir: str | Path | None = None) -> Path:
+    """Build the warm-started model once (lock + temp dir + rename) and return its directory."""
+    from filelock import FileLock
+
+    final = model_dir(task, seed, cache_dir)
+    if (final / "config.json").exists():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(final) + ".lock"):
+        if (final / "config.json").exists():  # another process built it while we waited
+            return final
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # deterministic and polite on shared CI cores
+        try:
+            t0 = time.perf_counter()
+            model, tokenizer = train(task, seed)
+            tmp = Path(tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=final.parent))
+            try:
+                model.save_pretrained(str(tmp))
+                tokenizer.save_pretrained(str(tmp))
+                (tmp / "WARMSTART").write_text(
+                    f"task={task} seed={seed} version={VERSION} seconds={time.perf_counter() - t0:.1f}\n"
+                )
+                os.replace(tmp, final)  # atomic publish: readers see all files or none
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        finally:
+            torch.set_num_threads(threads)
+    return final

@@ -1,0 +1,100 @@
+"""Toy lab: tokenizer, model cache, datasets, rewards, musique offsets (real components, no mocks)."""
+import sys
+
+import pytest
+
+from hypotrack.toy import lab, warmstart
+from hypotrack.toy.arith import arith_correct
+from hypotrack.toy.musique_mini import musique_correct
+
+
+@pytest.fixture(scope="session")
+def arith_dir(tmp_path_factory):
+    # One cheap build per session into a private cache; a short recipe keeps the suite fast.
+    root = tmp_path_factory.mktemp("cache")
+    old = warmstart.RECIPES["arith"]
+    warmstart.RECIPES["arith"] = dict(old, steps=5)
+    try:
+        yield lab.ensure_model("arith", cache_dir=root)
+    finally:
+        warmstart.RECIPES["arith"] = old
+
+
+def test_import_does_not_pull_torch():
+    import subprocess
+
+    code = "import sys, hypotrack.toy, hypotrack.toy.lab; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_tokenizer_round_trip(tmp_path):
+    from transformers import AutoTokenizer
+
+    from hypotrack.toy.tokenizer import save_tokenizer
+
+    save_tokenizer(tmp_path)
+    tok = AutoTokenizer.from_pretrained(tmp_path)
+    text = "[1] ab3 is in cd4.\nQ: 12+7=?"
+    ids = tok(text)["input_ids"]
+    assert ids[0] == tok.bos_token_id
+    assert tok.decode(ids, skip_special_tokens=True) == text
+    assert tok.pad_token_id != tok.eos_token_id
+    assert tok.padding_side == "left"
+
+
+def test_model_and_tokenizer_load_from_cache(arith_dir, monkeypatch, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(arith_dir)
+    tok = AutoTokenizer.from_pretrained(arith_dir)
+    assert type(model).__name__ == "Qwen2ForCausalLM"
+    assert 1e5 <= sum(p.numel() for p in model.parameters()) <= 2e6
+    assert model.config.vocab_size == len(tok)
+    # Second call hits the cache instead of rebuilding.
+    assert lab.ensure_model("arith", cache_dir=arith_dir.parent.parent) == arith_dir
+
+
+def test_cache_root_honours_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("HYPOTRACK_CACHE", str(tmp_path))
+    assert warmstart.model_dir("arith").is_relative_to(tmp_path)
+    assert warmstart.VERSION in warmstart.model_dir("arith").name
+
+
+@pytest.mark.parametrize("task", lab.TASKS)
+def test_datasets_deterministic_with_columns(task):
+    a, b, c = lab.load_dataset(task, 20, 0), lab.load_dataset(task, 20, 0), lab.load_dataset(task, 20, 1)
+    assert {"prompt", "answer"} <= set(a.column_names)
+    assert a.to_list() == b.to_list()
+    assert a["prompt"] != c["prompt"]
+    assert all(isinstance(p, str) and isinstance(x, str) for p, x in zip(a["prompt"], a["answer"]))
+
+
+def test_musique_prompts_long_and_offsets_point_at_answer_paragraph():
+    ds = lab.load_dataset("musique-mini", 200, 0)
+    assert {"answer_start", "answer_end"} <= set(ds.column_names)
+    lengths = [len(p) for p in ds["prompt"]]
+    assert min(lengths) >= 150 and max(lengths) <= 600
+    for row in ds:
+        para = row["prompt"][row["answer_start"]: row["answer_end"]]
+        assert para.startswith("[") and "\n" not in para
+        assert f"capital is {row['answer']}." in para
+
+
+def test_arith_reward():
+    assert arith_correct(["19", " 19", "18", "", "19x", "x19"], ["19"] * 6) == [1.0, 1.0, 0.0, 0.0, 1.0, 0.0]
+    ds = lab.load_dataset("arith", 5, 0)
+    assert arith_correct(list(ds["answer"]), list(ds["answer"])) == [1.0] * 5
+
+
+def test_musique_reward():
+    assert musique_correct(["Avo", " Avo.", "Bel", "", "avo"], ["Avo"] * 5) == [1.0, 1.0, 0.0, 0.0, 0.0]
+
+
+def test_reward_paths_resolve():
+    import importlib
+
+    for task in lab.TASKS:
+        for path in lab.reward_functions(task):
+            mod, name = path.split(":")
+            assert callable(getattr(importlib.import_module(mod), name))
