@@ -28,7 +28,7 @@ class Context:
     def registry(self, reconcile: bool = True):
         if self._registry is None:
             from .registry import open_registry
-            from .registry.store import reconcile as reconcile_dead
+            from .registry.queries import reconcile as reconcile_dead
 
             self._registry = open_registry(self.db_url)
             if reconcile:
@@ -149,7 +149,7 @@ def status(ctx: Context, as_json: bool) -> None:
     Example:
         hypotrack status --json | jq '.[] | select(.status=="validated")'
     """
-    from .registry.store import overview
+    from .registry.queries import overview
     from .views import STATUS_ICONS, confidence_label, status_rows
 
     catalog = ctx.catalog()
@@ -179,7 +179,7 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
     Example:
         hypotrack show h06
     """
-    from .registry import store
+    from .registry import queries as store
     from .views import confidence_label, run_command, test_run_json
 
     hyp = ctx.hypothesis(hypothesis_id)
@@ -314,7 +314,7 @@ def next_(ctx: Context, as_json: bool) -> None:
     Example:
         hypotrack next
     """
-    from .registry.store import overview
+    from .registry.queries import overview
     from .views import next_step, run_command
 
     catalog = ctx.catalog()
@@ -347,7 +347,7 @@ def log(ctx: Context, limit: int, hypothesis_id: str | None, as_json: bool) -> N
     Example:
         hypotrack log --hypothesis h01 --limit 5
     """
-    from .registry.store import test_runs
+    from .registry.queries import test_runs
     from .views import confidence_label, test_run_json
 
     if hypothesis_id:
@@ -378,7 +378,7 @@ def report(ctx: Context, output: Path | None) -> None:
     Example:
         hypotrack report -o docs/debug/README.md
     """
-    from .registry.store import overview, test_runs
+    from .registry.queries import overview, test_runs
     from .views import next_step, render_report, status_rows
 
     catalog = ctx.catalog()

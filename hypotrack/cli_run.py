@@ -98,6 +98,8 @@ def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | N
             dataset=dataset, plant=list(plant) or None, set=_parse_sets(sets))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    if plant:
+        _check_plants(plant)
     arms = [a.strip() for a in arm_names.split(",") if a.strip()] if arm_names else None
     specs = resolve_arms(hypothesis, exp, exp_path, overrides, seeds=list(range(seeds)) if seeds else None,
                          arms=arms, deterministic=deterministic)
@@ -105,8 +107,6 @@ def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | N
     flags = json.loads(json.dumps({k: v for k, v in click.get_current_context().params.items()
                                    if v not in (None, False, (), "") and k not in ("hypothesis_id", "dry_run")},
                                   default=str))
-    if plant:
-        _check_plants(plant)
     if dry_run:
         _print_plan(specs, config_hash(specs))
         return

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .spec.models import PRIORITY_RANK, Hypothesis
-from .registry.store import Overview
+from .registry.queries import Overview
 
 STATUS_ICONS = {
     "pending": "⏳", "testing": "🧪", "validated": "✅", "partial": "◐", "invalidated": "❌", "inconclusive": "🤔",

@@ -44,10 +44,27 @@ def dump_sqlite(path: Path) -> dict[str, list[tuple]] | None:
         con.close()
 
 
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "editable"
+
+
+def use_frozen_fixtures(project: Path) -> Path:
+    """Swap in frozen copies of h01, h06 and toy_arith, whose lines the error tests edit."""
+    for name in ("h01_advantage_scaling_instability.yaml", "h06_lora_weight_sync.yaml"):
+        shutil.copy(FIXTURES / name, project / "hypotheses" / name)
+    shutil.copy(FIXTURES / "toy_arith.yaml", project / "experiments" / "toy_arith.yaml")
+    return project
+
+
+@pytest.fixture
+def shipped_project_dir(tmp_path: Path) -> Path:
+    """A writable copy of the shipped project, exactly as shipped."""
+    return copy_project(tmp_path / "shipped")
+
+
 @pytest.fixture
 def project_dir(tmp_path: Path) -> Path:
-    """A writable copy of the shipped project (every hypothesis and experiment)."""
-    return copy_project(tmp_path / "project")
+    """A writable copy of the shipped project with frozen h01/h06/toy_arith for tests that edit them."""
+    return use_frozen_fixtures(copy_project(tmp_path / "project"))
 
 
 @pytest.fixture

@@ -43,8 +43,8 @@ def only(problems, fragment: str):
     return hits[0]
 
 
-def test_shipped_files_load_cleanly(project_dir):
-    catalog = load(project_dir)
+def test_shipped_files_load_cleanly(shipped_project_dir):
+    catalog = load(shipped_project_dir)
     assert catalog.problems == []
     assert {"h01", "h02", "h03", "h04", "h05", "h06"} <= set(catalog.hypotheses)
     assert "toy_arith" in catalog.experiments

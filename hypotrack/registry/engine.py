@@ -16,7 +16,6 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
 
 # The newest revision in migrations/versions; tests/test_migrations.py checks they agree.
 HEAD_REVISION = "0001"
@@ -43,10 +42,11 @@ def default_url() -> str:
 class Registry:
     url: str
     engine: Engine
-    sessions: sessionmaker[Session]
 
-    def session(self) -> Session:
-        return self.sessions()
+    def session(self):  # noqa: ANN201 - an ORM Session; the ORM is imported only by writers
+        from sqlalchemy.orm import Session
+
+        return Session(self.engine, expire_on_commit=False)
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -182,4 +182,4 @@ def open_registry(url: str | None = None, migrate: bool = True) -> Registry:
         raise RegistryError(f"cannot open registry {url}: {reason}") from None
     except OSError as exc:
         raise RegistryError(f"cannot open registry {url}: {exc}") from None
-    return Registry(url=url, engine=engine, sessions=sessionmaker(engine, expire_on_commit=False))
+    return Registry(url=url, engine=engine)

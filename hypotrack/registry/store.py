@@ -1,4 +1,4 @@
-"""Registry operations: short transactions, one concern each.
+"""Registry writes (ORM): short transactions, one concern each.
 
 All status changes go through `set_status`, which writes the history row in the
 same transaction, so the current state and its history never disagree.
@@ -9,15 +9,17 @@ from __future__ import annotations
 import getpass
 import os
 import uuid
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
 
 from .engine import Registry
 from .models import HypothesisState, Note, StatusChange, TestRun, utcnow
-from .processes import hostname, is_alive, process_start
+from .processes import hostname, process_start
+# Reads live in queries.py (Core, no ORM); re-exported for callers that also write.
+from .queries import (  # noqa: F401
+    Overview, get_status, get_test_run, history, notes, overview, reconcile, runs_needing_mlflow_close, test_runs,
+)
 
 STATUSES = ("pending", "testing", "validated", "partial", "invalidated", "inconclusive")
 RUN_STATES = ("running", "finished", "failed", "killed")
@@ -42,12 +44,6 @@ def _state(session, hypothesis_id: str) -> HypothesisState:
         session.add(state)
         session.flush()
     return state
-
-
-def get_status(registry: Registry, hypothesis_id: str) -> str:
-    with registry.session() as session:
-        state = session.get(HypothesisState, hypothesis_id)
-        return state.status if state else "pending"
 
 
 def set_status(
@@ -79,79 +75,6 @@ def add_note(registry: Registry, hypothesis_id: str, text: str, who: str | None 
         note = Note(hypothesis_id=hypothesis_id, text=text, author=who or actor(), at=utcnow())
         session.add(note)
     return note
-
-
-@dataclass
-class Overview:
-    """Everything `status` shows for one hypothesis, read in a handful of queries."""
-
-    status: str
-    confidence: float | None
-    updated_at: datetime | None
-    last_change: StatusChange | None
-    last_note: Note | None
-    last_run: TestRun | None
-    run_count: int
-
-
-def overview(registry: Registry, ids: list[str]) -> dict[str, Overview]:
-    with registry.session() as session:
-        states = {s.id: s for s in session.scalars(select(HypothesisState).where(HypothesisState.id.in_(ids)))}
-        last_change_ids = select(func.max(StatusChange.id)).group_by(StatusChange.hypothesis_id)
-        changes = {c.hypothesis_id: c for c in session.scalars(select(StatusChange).where(StatusChange.id.in_(last_change_ids)))}
-        last_note_ids = select(func.max(Note.id)).group_by(Note.hypothesis_id)
-        notes = {n.hypothesis_id: n for n in session.scalars(select(Note).where(Note.id.in_(last_note_ids)))}
-        # newest run per hypothesis: max started_at, then id
-        newest = (
-            select(TestRun.hypothesis_id, func.max(TestRun.started_at).label("latest"), func.count().label("n"))
-            .group_by(TestRun.hypothesis_id).subquery()
-        )
-        runs: dict[str, TestRun] = {}
-        counts: dict[str, int] = {}
-        rows = session.execute(
-            select(TestRun, newest.c.n).join(
-                newest, (TestRun.hypothesis_id == newest.c.hypothesis_id) & (TestRun.started_at == newest.c.latest))
-        )
-        for run, count in rows:
-            runs[run.hypothesis_id] = run
-            counts[run.hypothesis_id] = count
-    out = {}
-    for hyp_id in ids:
-        state = states.get(hyp_id)
-        out[hyp_id] = Overview(
-            status=state.status if state else "pending",
-            confidence=state.confidence if state else None,
-            updated_at=state.updated_at if state else None,
-            last_change=changes.get(hyp_id), last_note=notes.get(hyp_id), last_run=runs.get(hyp_id),
-            run_count=counts.get(hyp_id, 0),
-        )
-    return out
-
-
-def history(registry: Registry, hypothesis_id: str) -> list[StatusChange]:
-    with registry.session() as session:
-        return list(session.scalars(select(StatusChange).where(StatusChange.hypothesis_id == hypothesis_id)
-                                    .order_by(StatusChange.id)))
-
-
-def notes(registry: Registry, hypothesis_id: str) -> list[Note]:
-    with registry.session() as session:
-        return list(session.scalars(select(Note).where(Note.hypothesis_id == hypothesis_id).order_by(Note.id)))
-
-
-def test_runs(registry: Registry, hypothesis_id: str | None = None, limit: int | None = None) -> list[TestRun]:
-    with registry.session() as session:
-        query = select(TestRun).order_by(TestRun.started_at.desc(), TestRun.id.desc())
-        if hypothesis_id:
-            query = query.where(TestRun.hypothesis_id == hypothesis_id)
-        if limit:
-            query = query.limit(limit)
-        return list(session.scalars(query))
-
-
-def get_test_run(registry: Registry, test_run_id: str) -> TestRun | None:
-    with registry.session() as session:
-        return session.get(TestRun, test_run_id)
 
 
 def start_test_run(
@@ -220,28 +143,6 @@ def finish_test_run(
                                  confidence=to_conf, reason=reason, evidence=evidence, actor=actor(),
                                  test_run_id=run.id, at=run.ended_at))
         hyp.status, hyp.confidence, hyp.updated_at = to_status, to_conf, run.ended_at
-
-
-def reconcile(registry: Registry) -> list[TestRun]:
-    """Mark test runs of dead processes on this host as killed; returns them.
-
-    Called by every command: a SIGKILLed runner leaves a `running` row whose pid
-    is gone, and the hypothesis would otherwise stay `testing` forever.
-    """
-    host = hostname()
-    with registry.session() as session:
-        candidates = list(session.scalars(select(TestRun).where(TestRun.state == "running", TestRun.host == host)))
-    dead = [run for run in candidates if not is_alive(run.pid, run.pid_start)]
-    for run in dead:
-        finish_test_run(registry, run.id, state="killed",
-                        error=f"runner process {run.pid} ended without finishing (killed or crashed)",
-                        mlflow_closed=False)
-    return dead
-
-
-def runs_needing_mlflow_close(registry: Registry) -> list[TestRun]:
-    with registry.session() as session:
-        return list(session.scalars(select(TestRun).where(TestRun.state != "running", TestRun.mlflow_closed == 0)))
 
 
 def mark_mlflow_closed(registry: Registry, test_run_id: str) -> None:
