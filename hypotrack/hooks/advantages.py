@@ -57,35 +57,63 @@ class AdvantagesHook(DiagnosticHook):
         self.std_threshold = float(std_threshold)
 
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
+        # One pass of small tensor ops whose scalar results are stacked and read back with a single `.tolist()`
+        # (the rollout tensors are tiny: per-op and per-`float()` Python overhead is the whole cost).
+        import math
+
         import torch
 
-        from hypotrack.hooks._util import f, nanstd
+        from hypotrack.hooks._util import nanstd
 
         G = int(batch.num_generations)
         adv = batch.advantages.detach().float().reshape(-1)
         a = adv.abs()
-        out = {
-            "abs_max": f(a.max()),
-            "abs_mean": f(a.mean()),
-            "abs_p99": f(torch.quantile(a, 0.99)),
-        }
+        N = a.numel()
+        srt = a.sort().values
+        # torch.quantile(a, 0.99) (linear interpolation between the two closest ranks), from the sorted values
+        pos = 0.99 * (N - 1)
+        lo = int(math.floor(pos))
+        hi = min(lo + 1, N - 1)
+        vals = [srt[-1], a.mean(), srt[lo], srt[hi]]
         rewards = trl_rewards(batch.rewards_per_func.detach(), batch.reward_weights.detach())
         n = (rewards.numel() // G) * G  # whole groups only
         rewards, adv_g = rewards[:n], adv[:n]
-        gstd = torch.nan_to_num(nanstd(rewards.view(-1, G), dim=1), nan=0.0) if G > 1 else torch.zeros(n // max(G, 1))
-        near = gstd < self.std_threshold
-        out["group_std_min"] = f(gstd.min()) if gstd.numel() else 0.0
-        out["group_std_mean"] = f(gstd.mean()) if gstd.numel() else 0.0
-        out["near_zero_std_share"] = f(near.float().mean()) if gstd.numel() else 0.0
-        near_adv = adv_g.view(-1, G).abs()[near] if gstd.numel() else adv_g[:0]
-        out["near_zero_std_abs_adv_max"] = f(near_adv.max()) if near_adv.numel() else 0.0
-        for mode in ("group", "batch", "none"):
-            out[f"abs_max_{mode}"] = f(trl_advantages(rewards, G, mode).abs().max()) if n else 0.0
-        # The advantages the loss sees vs TRL's formula under the configured mode: non-zero means something
-        # between scoring and the loss rescaled or reordered them (or normalize_then_sum is in use).
-        if n and batch.scale_rewards in ("group", "batch", "none"):
-            expected = trl_advantages(rewards, G, batch.scale_rewards)
-            out["recompute_max_abs_diff"] = f((expected - adv_g).abs().max())
+        mode = batch.scale_rewards
+        if n:
+            g = rewards.view(-1, G)
+            mean = torch.nanmean(g, dim=1, keepdim=True)  # == trl_advantages' repeat_interleave'd group mean
+            centred = g - mean
+            if G > 1:
+                std = nanstd(g, dim=1)
+                gstd = torch.nan_to_num(std, nan=0.0)
+                grp = torch.nan_to_num(centred / (std.unsqueeze(1) + EPS), nan=0.0)
+            else:
+                gstd = torch.zeros(n, device=g.device)
+                grp = torch.nan_to_num(centred / EPS, nan=0.0)
+            bstd = nanstd(rewards) if rewards.numel() > 1 else torch.zeros((), device=g.device)
+            modes = {
+                "group": grp,
+                "batch": torch.nan_to_num(centred / (bstd + EPS), nan=0.0),
+                "none": torch.nan_to_num(centred, nan=0.0),
+            }
+            near = gstd < self.std_threshold
+            near_adv = torch.where(near.unsqueeze(1), adv_g.view(-1, G).abs(), torch.zeros((), device=adv.device))
+            vals += [gstd.min(), gstd.mean(), near.float().mean(), near_adv.max()]
+            vals += [modes[m].abs().max() for m in ("group", "batch", "none")]
+            if mode in modes:
+                # The advantages the loss sees vs TRL's formula under the configured mode: non-zero means
+                # something between scoring and the loss rescaled or reordered them (or normalize_then_sum).
+                vals.append((modes[mode].reshape(-1) - adv_g).abs().max())
+        res = [v if math.isfinite(v) else 0.0 for v in torch.stack(vals).tolist()]
+        out = {"abs_max": res[0], "abs_mean": res[1]}
+        p99 = res[2] + (res[3] - res[2]) * (pos - lo)
+        out["abs_p99"] = p99 if math.isfinite(p99) else 0.0
+        if n:
+            out["group_std_min"], out["group_std_mean"] = res[4], res[5]
+            out["near_zero_std_share"], out["near_zero_std_abs_adv_max"] = res[6], res[7]
+            out["abs_max_group"], out["abs_max_batch"], out["abs_max_none"] = res[8], res[9], res[10]
+            out["recompute_max_abs_diff"] = res[11] if mode in modes else 0.0
         else:
-            out["recompute_max_abs_diff"] = 0.0
+            out.update(group_std_min=0.0, group_std_mean=0.0, near_zero_std_share=0.0, near_zero_std_abs_adv_max=0.0,
+                       abs_max_group=0.0, abs_max_batch=0.0, abs_max_none=0.0, recompute_max_abs_diff=0.0)
         return out

@@ -83,6 +83,17 @@ class KLHook(DiagnosticHook):
         self.moved = False
         self._n_loss = 0
         self._sample: dict[str, Any] | None = None  # this step's check sample, dropped in on_step_end
+        self._peft_of: tuple[Any, bool] | None = None  # (model, is_peft(model)): a module walk, done once per model
+
+    def _is_peft(self, model) -> bool:
+        cached = self._peft_of
+        if cached is not None and cached[0] is model:
+            return cached[1]
+        from hypotrack.hooks._util import is_peft
+
+        res = is_peft(model)
+        self._peft_of = (model, res)
+        return res
 
     # -- policy moved? ----------------------------------------------------------------------------
     @staticmethod
@@ -98,6 +109,7 @@ class KLHook(DiagnosticHook):
     def on_train_begin(self, ctx: StepContext) -> dict[str, float]:
         self._fp0 = self._fingerprint(ctx.model) if ctx.model is not None else None
         self.moved = False
+        self._peft_of = None
         return {}
 
     # -- loss -------------------------------------------------------------------------------------
@@ -152,7 +164,7 @@ class KLHook(DiagnosticHook):
 
         import torch
 
-        from hypotrack.hooks._util import completion_logps, eval_mode, is_peft, unwrap
+        from hypotrack.hooks._util import completion_logps, eval_mode, unwrap
 
         C = s["completion_ids"].size(1)
         pos = torch.arange(C, device=s["mask"].device).expand_as(s["mask"])
@@ -161,7 +173,7 @@ class KLHook(DiagnosticHook):
         trainer = getattr(ctx, "trainer", None)
         if ctx.ref_model is not None:
             model, cm = ctx.ref_model, contextlib.nullcontext()
-        elif ctx.model is not None and is_peft(ctx.model):
+        elif ctx.model is not None and self._is_peft(ctx.model):
             base = unwrap(ctx.model)
             try:
                 from trl.models.utils import use_adapter
@@ -184,7 +196,7 @@ class KLHook(DiagnosticHook):
             fp = self._fingerprint(ctx.model)
             self.moved = fp is not None and not bool((fp == self._fp0).all())
         s, self._sample = self._sample, None
-        has_ref = ctx.ref_model is not None or (ctx.model is not None and _peft(ctx.model))
+        has_ref = ctx.ref_model is not None or (ctx.model is not None and self._is_peft(ctx.model))
         out["ref_available"] = 1.0 if has_ref else 0.0
         if s is None:
             return out

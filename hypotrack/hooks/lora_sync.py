@@ -68,18 +68,28 @@ class LoraSyncHook(DiagnosticHook):
         self._n_steps = 0
         self._cap: dict[str, Any] | None = None  # capture of the current generation (cleared in on_rollout)
         self.lora = False
+        self._adapter_cache: tuple[Any, list[Any]] | None = None
+        self._fp_items: tuple[Any, bool, list[Any]] | None = None  # (model, skip_lora, [(name, param)]) for _fp
 
     # -- helpers ----------------------------------------------------------------------------------
     def _adapters(self):
-        """(key, A weight, B weight, scale, layer) for every LoRA module and adapter name."""
-        from hypotrack.hooks._util import lora_layers
+        """(key, A weight, B weight, scale, layer, adapter name) for every LoRA module and adapter name.
 
-        for lname, layer in lora_layers(self._model):
-            for ad in layer.lora_A.keys():
-                if ad not in layer.lora_B:
-                    continue
-                scale = float(layer.scaling.get(ad, 1.0)) if hasattr(layer, "scaling") else 1.0
-                yield f"{lname}:{ad}", layer.lora_A[ad].weight, layer.lora_B[ad].weight, scale, layer, ad
+        The module walk is done once per model (cached); the scale is read live."""
+        cached = self._adapter_cache
+        if cached is None or cached[0] is not self._model:
+            from hypotrack.hooks._util import lora_layers
+
+            found = []
+            for lname, layer in lora_layers(self._model):
+                for ad in layer.lora_A.keys():
+                    if ad not in layer.lora_B:
+                        continue
+                    found.append((f"{lname}:{ad}", layer, ad))
+            cached = self._adapter_cache = (self._model, found)
+        for key, layer, ad in cached[1]:
+            scale = float(layer.scaling.get(ad, 1.0)) if hasattr(layer, "scaling") else 1.0
+            yield key, layer.lora_A[ad].weight, layer.lora_B[ad].weight, scale, layer, ad
 
     @staticmethod
     def _active(layer, ad) -> bool:
@@ -98,13 +108,32 @@ class LoraSyncHook(DiagnosticHook):
             if not self.lora:
                 ps = [p.detach().float().sum() for p in unwrap(self._model).parameters() if p.requires_grad]
                 return (float(torch.stack(ps).double().sum()) if ps else 0.0), 0.0
-            tot, active, n = 0.0, 0, 0
+            n = 0
+            act: list[tuple[float, Any, Any]] = []
             for _, A, B, s, layer, ad in self._adapters():
                 n += 1
                 if self._active(layer, ad):
-                    active += 1
-                    tot += s * float(B.detach().double().sum(0) @ A.detach().double().sum(1))
-            return tot, (active / n if n else 0.0)
+                    act.append((s, A.detach(), B.detach()))
+            if not act:
+                return 0.0, 0.0
+            # (1^T B)(A 1) per active adapter, batched over adapters of the same shapes, one read-back
+            groups: dict[tuple, list[int]] = {}
+            for i, (_, A, B) in enumerate(act):
+                groups.setdefault((tuple(A.shape), tuple(B.shape), A.device, B.device), []).append(i)
+            order: list[int] = []
+            parts: list[Any] = []
+            for idx in groups.values():
+                As = torch.stack([act[i][1] for i in idx]).double()  # (k, r, in)
+                Bs = torch.stack([act[i][2] for i in idx]).double()  # (k, out, r)
+                parts.append((Bs.sum(1) * As.sum(2).to(Bs.device)).sum(1).cpu())  # (k,)
+                order += idx
+            vals = [0.0] * len(act)
+            for i, v in zip(order, torch.cat(parts).tolist()):
+                vals[i] = v
+            tot = 0.0
+            for (s, _, _), v in zip(act, vals):
+                tot += s * v
+            return tot, len(act) / n
 
     def _fp(self, model, skip_lora: bool) -> dict[str, float]:
         import torch
@@ -112,9 +141,15 @@ class LoraSyncHook(DiagnosticHook):
         from hypotrack.hooks._util import unwrap
 
         with torch.no_grad():
-            items = [
-                (_norm_name(n), p) for n, p in unwrap(model).named_parameters() if not (skip_lora and "lora_" in n)
-            ]
+            cached = self._fp_items
+            if cached is not None and cached[0] is model and cached[1] == skip_lora:
+                items = cached[2]
+            else:
+                items = [
+                    (_norm_name(n), p) for n, p in unwrap(model).named_parameters() if not (skip_lora and "lora_" in n)
+                ]
+                if model is self._model:  # the trained model's parameter list is walked once
+                    self._fp_items = (model, skip_lora, items)
             if not items:
                 return {}
             sums = torch.stack([p.detach().double().sum() for _, p in items]).cpu().tolist()
@@ -198,6 +233,7 @@ class LoraSyncHook(DiagnosticHook):
 
         self.close()
         self._model, self._trainer = ctx.model, ctx.trainer
+        self._adapter_cache, self._fp_items = None, None
         self.lora = is_peft(ctx.model)
         self._init, self._prev = {}, {}
         for key, A, B, *_ in self._adapters() if self.lora else ():
@@ -221,11 +257,15 @@ class LoraSyncHook(DiagnosticHook):
         cap, self._cap = self._cap, None
         self._n_rollouts += 1
         out: dict[str, float] = {}
+        vllm_gap = batch.sampling_per_token_logps is not None and batch.old_per_token_logps is not None
+        if not vllm_gap and (cap is None or self._model is None):
+            self._arm()  # not a measured rollout and no sampling logps: nothing to compute
+            return out
         try:
             mask = batch.completion_mask.detach().bool()
             if batch.tool_mask is not None:
                 mask = mask & batch.tool_mask.detach().bool()
-            if batch.sampling_per_token_logps is not None and batch.old_per_token_logps is not None:
+            if vllm_gap:
                 d = (batch.sampling_per_token_logps.detach().float() - batch.old_per_token_logps.detach().float()).abs()
                 d = d[mask]
                 out.update(logp_gap_mean=f(d.mean()) if d.numel() else 0.0, logp_gap_max=f(d.max()) if d.numel() else 0.0)
@@ -272,7 +312,6 @@ class LoraSyncHook(DiagnosticHook):
 
         import torch
 
-        from hypotrack.hooks._util import f
 
         report = self._n_steps % self.every == 0
         self._n_steps += 1
@@ -296,20 +335,42 @@ class LoraSyncHook(DiagnosticHook):
         if not self.lora:
             out.update({k: 0.0 for k in ADAPTER_KEYS})
             return out
-        an, bn, dn, moved, zero_b, change = [], [], [], [], [], []
+        # per adapter: ||A||, ||B||, trace((B^T B)(A A^T)), moved since train begin, B all zero, ||A - A_prev||,
+        # ||B - B_prev|| (NaN when there is no previous value), stacked and read back with one `.tolist()`
+        rows, scales, keys = [], [], []
+        nan = float("nan")
         with torch.no_grad():
             for key, A, B, s, _, _ in self._adapters():
                 A_, B_ = A.detach().float(), B.detach().float()
-                an.append(f(A_.norm()))
-                bn.append(f(B_.norm()))
-                dn.append(abs(s) * math.sqrt(max(f(torch.trace((B_.T @ B_) @ (A_ @ A_.T))), 0.0)))
                 A0, B0 = self._init.get(key, (None, None))
-                moved.append(A0 is None or not (torch.equal(A.detach(), A0) and torch.equal(B.detach(), B0)))
-                zero_b.append(not bool(B_.any()))
+                if A0 is None:
+                    moved = torch.ones((), device=A_.device)
+                elif A0.shape != A.shape or B0.shape != B.shape:
+                    moved = torch.ones((), device=A_.device)
+                else:
+                    moved = ((A.detach() != A0).any() | (B.detach() != B0).any()).float()
                 Ap, Bp = self._prev.get(key, (A0, B0))
                 if Ap is not None:
-                    change.append(f((A_ - Ap.float()).norm()) + f((B_ - Bp.float()).norm()))
+                    ca, cb = (A_ - Ap.float()).norm(), (B_ - Bp.float()).norm()
+                else:
+                    ca = cb = torch.full((), nan, device=A_.device)
+                rows.append(torch.stack([
+                    A_.norm(), B_.norm(), torch.trace((B_.T @ B_) @ (A_ @ A_.T)), moved.to(A_.device),
+                    (~B_.any()).float(), ca.to(A_.device), cb.to(A_.device),
+                ]).cpu())
+                scales.append(s)
+                keys.append((key, Ap is not None))
                 self._prev[key] = (A.detach().clone(), B.detach().clone())
+        fin = lambda v: v if math.isfinite(v) else 0.0  # noqa: E731 - what f() does to one value
+        an, bn, dn, moved, zero_b, change = [], [], [], [], [], []
+        for s, (key, has_prev), r in zip(scales, keys, torch.stack(rows).tolist() if rows else []):
+            an.append(fin(r[0]))
+            bn.append(fin(r[1]))
+            dn.append(abs(s) * math.sqrt(max(fin(r[2]), 0.0)))
+            moved.append(bool(r[3]))
+            zero_b.append(bool(r[4]))
+            if has_prev:
+                change.append(fin(r[5]) + fin(r[6]))
         n = len(an)
         mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
         out.update(

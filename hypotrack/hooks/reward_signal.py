@@ -29,57 +29,94 @@ class RewardSignalHook(DiagnosticHook):
         self.reservoir: dict[str, list[float]] = {}
         self.seen: dict[str, int] = {}
         self._rng = random.Random(0)
+        self._skip: dict[str, list[float]] = {}  # per function: algorithm L state (w, next replacement index)
 
     def _add(self, name: str, values: list[float]) -> None:
+        """Uniform reservoir sample over the run (Vitter's algorithm L: random draws only on replacements)."""
+        import math
+
         res = self.reservoir.setdefault(name, [])
-        for v in values:
-            n = self.seen.get(name, 0)
-            if len(res) < self.cap:
-                res.append(v)
-            else:
-                j = self._rng.randrange(n + 1)
-                if j < self.cap:
-                    res[j] = v
-            self.seen[name] = n + 1
+        n = self.seen.get(name, 0)
+        cap, rng = self.cap, self._rng
+        if cap <= 0:
+            self.seen[name] = n + len(values)
+            return
+        i = 0
+        while i < len(values) and len(res) < cap:
+            res.append(values[i])
+            i += 1
+        n += i
+        if i < len(values):
+            st = self._skip.get(name)
+            if st is None:  # reservoir just filled: draw the first replacement position
+                w = math.exp(math.log(rng.random() or 1e-300) / cap)
+                st = [w, n + int(math.log(rng.random() or 1e-300) / math.log(max(1.0 - w, 1e-300)))]
+            w, nxt = st
+            end = n + len(values) - i
+            while nxt < end:  # nxt = 0-based index (over the run) of the next value that enters the reservoir
+                res[rng.randrange(cap)] = values[i + nxt - n]
+                w *= math.exp(math.log(rng.random() or 1e-300) / cap)
+                nxt += 1 + int(math.log(rng.random() or 1e-300) / math.log(max(1.0 - w, 1e-300)))
+            self._skip[name] = [w, nxt]
+            n = end
+        self.seen[name] = n
 
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
-        import torch
-
-        from hypotrack.hooks._util import f, nanstd
+        # The reward matrix is small (rows x functions) and already needed as Python floats for the reservoir:
+        # one `.tolist()`, then the statistics in plain Python (float64) instead of dozens of tiny tensor ops.
+        import math
 
         rpf = batch.rewards_per_func.detach().float().cpu()
         names = list(batch.reward_func_names)
+        errors = batch.reward_errors
         out: dict[str, float] = {}
+        from array import array
+
+        # rounded to float32 like the tensor reductions these values came from before (same logged values)
+        fin = lambda v: array("f", (v,))[0] if math.isfinite(v) else 0.0  # noqa: E731
+        cols = rpf.t().tolist() if rpf.numel() else [[] for _ in names]
+        B = rpf.size(0)
         for j, name in enumerate(names):
-            col = rpf[:, j]
-            ok = ~torch.isnan(col)
-            out[f"{name}/mean"] = f(torch.nanmean(col)) if ok.any() else 0.0
-            out[f"{name}/std"] = f(nanstd(col)) if ok.sum() > 1 else 0.0
-            out[f"{name}/nan_share"] = f((~ok).float().mean())
-            out[f"{name}/errors"] = float(batch.reward_errors.get(name, 0))
-            self._add(name, col[ok].tolist())
-        out["errors"] = float(sum(batch.reward_errors.values()))
+            vals = [v for v in cols[j] if v == v]  # v == v drops NaN
+            k = len(vals)
+            mean = sum(vals) / k if k else 0.0
+            out[f"{name}/mean"] = fin(mean) if k else 0.0
+            out[f"{name}/std"] = fin(math.sqrt(sum((v - mean) ** 2 for v in vals) / (k - 1))) if k > 1 else 0.0
+            out[f"{name}/nan_share"] = fin((B - k) / B) if B else 0.0
+            out[f"{name}/errors"] = float(errors.get(name, 0))
+            self._add(name, vals)
+        out["errors"] = float(sum(errors.values()))
         for a in range(len(names)):
             for b in range(a + 1, len(names)):
-                x, y = rpf[:, a], rpf[:, b]
-                ok = ~(torch.isnan(x) | torch.isnan(y))
-                x, y = x[ok].double(), y[ok].double()
+                xy = [(x, y) for x, y in zip(cols[a], cols[b]) if x == x and y == y]
                 corr = 0.0
-                if x.numel() > 1:
-                    xc, yc = x - x.mean(), y - y.mean()
-                    den = torch.sqrt((xc * xc).sum() * (yc * yc).sum())
+                if len(xy) > 1:
+                    mx = sum(x for x, _ in xy) / len(xy)
+                    my = sum(y for _, y in xy) / len(xy)
+                    sxx = sum((x - mx) ** 2 for x, _ in xy)
+                    syy = sum((y - my) ** 2 for _, y in xy)
+                    den = math.sqrt(sxx * syy)
                     if den > 1e-12:
-                        corr = f((xc * yc).sum() / den)
+                        corr = sum((x - mx) * (y - my) for x, y in xy) / den  # float64, as before
+                        corr = corr if math.isfinite(corr) else 0.0
                 out[f"corr/{names[a]}__{names[b]}"] = corr
         from hypotrack.hooks.advantages import trl_rewards
 
         G = int(batch.num_generations)
-        rewards = trl_rewards(rpf, batch.reward_weights.detach().cpu())
-        n = (rewards.numel() // G) * G
+        n = (B // G) * G if G > 0 else 0
         if n and G > 1:
-            std = nanstd(rewards[:n].view(-1, G), dim=1)
-            zero = torch.isclose(torch.nan_to_num(std, nan=0.0), torch.zeros_like(std))
-            out["zero_std_group_share"] = f(zero.float().mean())
+            rewards = trl_rewards(rpf, batch.reward_weights.detach().cpu())[:n].tolist()  # TRL's float32 rewards
+            zero = 0
+            for g in range(0, n, G):
+                vals = [v for v in rewards[g : g + G] if v == v]
+                k = len(vals)
+                if k > 1:
+                    m = sum(vals) / k
+                    std = math.sqrt(sum((v - m) ** 2 for v in vals) / (k - 1))
+                    zero += not (std > 1e-8)  # torch.isclose(std, 0) (atol 1e-8); NaN std counts as 0 like before
+                else:
+                    zero += 1  # fewer than 2 defined rewards: std undefined (NaN -> 0)
+            out["zero_std_group_share"] = fin(zero / (n // G))
         else:
             out["zero_std_group_share"] = 0.0
         return out

@@ -57,17 +57,30 @@ class TruncationHook(DiagnosticHook):
     name = "truncation"
 
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
+        import math
+
         import torch
 
-        from hypotrack.hooks._util import f
-
-        lens = batch.prompt_mask.detach().sum(dim=1).float().cpu()
-        B = lens.numel()
-        out = {
-            "prompt_len_mean": f(lens.mean()),
-            "prompt_len_p95": f(torch.quantile(lens, 0.95)),
-            "prompt_len_max": f(lens.max()),
-        }
+        # prompt lengths and the clipped-completion count come back in one read-back; the rest is plain Python
+        lens_t = batch.prompt_mask.detach().sum(dim=1).float()
+        B = lens_t.numel()
+        ids = batch.completion_ids.detach()
+        clip = batch.eos_token_id is not None and ids.numel()
+        parts = [lens_t.cpu()]
+        if clip:
+            parts.append((~(ids == int(batch.eos_token_id)).any(dim=1)).float().mean().reshape(1).cpu())
+        flat = torch.cat(parts).tolist()
+        lens = flat[:B]
+        fin = lambda v: v if math.isfinite(v) else 0.0  # noqa: E731 - what f() does to one value
+        if B:
+            srt = sorted(lens)
+            pos = 0.95 * (B - 1)  # torch.quantile's linear interpolation between the closest ranks
+            lo = int(math.floor(pos))
+            hi = min(lo + 1, B - 1)
+            p95 = srt[lo] + (srt[hi] - srt[lo]) * (pos - lo)
+            out = {"prompt_len_mean": fin(sum(lens) / B), "prompt_len_p95": fin(p95), "prompt_len_max": fin(srt[-1])}
+        else:
+            out = {"prompt_len_mean": 0.0, "prompt_len_p95": 0.0, "prompt_len_max": 0.0}
         cols = batch.columns or {}
         truncated: list[bool | None] = []
         lost: list[float] = []
@@ -87,9 +100,8 @@ class TruncationHook(DiagnosticHook):
         out["answer_known_share"] = len(ks) / B if B else 0.0
         if ks:
             out["answer_survival"] = sum(ks) / len(ks)
-        ids = batch.completion_ids.detach()
-        if batch.eos_token_id is not None and ids.numel():
-            out["completion_clipped_ratio"] = f((~(ids == int(batch.eos_token_id)).any(dim=1)).float().mean())
+        if clip:
+            out["completion_clipped_ratio"] = fin(flat[B])
         else:
             out["completion_clipped_ratio"] = 0.0
         return out
