@@ -111,6 +111,19 @@ def _apply(base: dict[str, Any], overrides: Overrides, fields: tuple[str, ...] |
     return out
 
 
+def _apply_fault_config(arm: dict[str, Any]) -> None:
+    """Planted faults that live in the config (e.g. a prompt budget that cuts the answer) are part of
+    the setup: applied before the hypothesis's changes, so a treatment can still override them."""
+    if not arm["plant"]:
+        return
+    from .toy.faults import FAULTS, apply_config
+
+    for name in arm["plant"]:
+        if name not in FAULTS:
+            raise HypotrackError(f"unknown planted fault {name!r} (known: {', '.join(sorted(FAULTS))})")
+        apply_config(name, arm)
+
+
 def _data_from_flag(value: str) -> dict[str, Any]:
     from .spec.models import IMPORT_PATH
 
@@ -146,6 +159,7 @@ def resolve_arms(
     }
     where = f"hypothesis {hypothesis.id}"
     shared = _apply(base, cli, SHARED_FIELDS, "command line")
+    _apply_fault_config(shared)
     treatment_flags = tuple(name for name in Overrides.model_fields if name not in SHARED_FIELDS)
     control = _apply(shared, hypothesis.control, None, f"{where} control")
     # The control arm's changes are part of the setup (e.g. h04's tight prompt budget), so the

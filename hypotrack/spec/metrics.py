@@ -55,11 +55,15 @@ def known_metric_patterns() -> list[str]:
 
 
 def expand(patterns: list[str], reward_funcs: list[str]) -> set[str]:
-    """Concrete names: every {func} replaced by each reward function's name."""
+    """Concrete names: {func} becomes each reward function's name, {a}__{b} each ordered pair."""
+    from itertools import permutations
+
     out: set[str] = set()
     for pattern in patterns:
         if "{func}" in pattern:
             out.update(pattern.replace("{func}", func) for func in reward_funcs)
+        elif "{a}" in pattern and "{b}" in pattern:
+            out.update(pattern.replace("{a}", a).replace("{b}", b) for a, b in permutations(reward_funcs, 2))
         else:
             out.add(pattern)
     return out

@@ -17,8 +17,8 @@ from typing import Any, Callable
 FAULTS: dict[str, tuple[str, str]] = {
     "tiny_std_rewards": ("h01", "a shaping term adds +-1e-3 jitter, so tied groups get a tiny std that group "
                                 "scaling blows up to unit-size advantages"),
-    "prompt_in_loss": ("h02", "the last prompt tokens are spliced into the completion with loss on them, as a "
-                              "mask that starts at the wrong offset does"),
+    "prompt_in_loss": ("h02", "the rollout hands back the prompt tokens in front of the completion (the "
+                              "return_full_text mistake), so the loss trains on the prompt"),
     "kl_wrong_sign": ("h03", "the KL term enters the loss with a negative coefficient, rewarding divergence "
                              "from the reference"),
     "truncate_answer": ("h04", "prompts are cut to a budget that drops the paragraph holding the answer"),
@@ -34,7 +34,6 @@ CONFIG_CHANGES: dict[str, dict[str, Any]] = {
     "truncate_answer": {"data.max_prompt_length": 96, "data.truncation_side": "left"},
     "kl_wrong_sign": {"grpo.beta": 0.04},
 }
-PROMPT_TOKENS_IN_LOSS = 4
 
 
 def apply_config(name: str, arm: dict[str, Any]) -> None:
@@ -58,6 +57,8 @@ class Faults:
             trainer.beta = -abs(trainer.beta)
         if "lora_not_synced" in self.names:
             _generate_without_adapters(trainer)
+        if "prompt_in_loss" in self.names:
+            _return_prompt_with_completion(trainer)
 
     def rewards(self, trainer, rewards_per_func, inputs, completions):  # noqa: ANN001
         import torch
@@ -74,36 +75,30 @@ class Faults:
             rewards_per_func[:, 1] = noise.to(rewards_per_func.device) * 2.0  # weighs as much as the task reward
         return rewards_per_func
 
-    def rollout(self, trainer, output: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001
-        if "prompt_in_loss" in self.names:
-            output = _splice_prompt_into_completion(output, PROMPT_TOKENS_IN_LOSS)
-        return output
-
-    def loss_inputs(self, trainer, inputs: dict[str, Any]) -> dict[str, Any]:  # noqa: ANN001
-        return inputs
 
 
-def _splice_prompt_into_completion(output: dict[str, Any], k: int) -> dict[str, Any]:
-    """Move the last k prompt tokens into the completion, mask 1: loss now lands on prompt tokens."""
-    import torch
+def _return_prompt_with_completion(trainer) -> None:  # noqa: ANN001
+    """Wrap TRL's generation so each completion's token ids start with the prompt's (bos excluded).
 
-    prompt_ids, prompt_mask = output["prompt_ids"], output["prompt_mask"]
-    k = min(k, prompt_ids.shape[1] - 1)
-    moved_ids, moved_mask = prompt_ids[:, -k:], prompt_mask[:, -k:]
-    out = dict(output)
-    out["prompt_ids"], out["prompt_mask"] = prompt_ids[:, :-k], prompt_mask[:, :-k]
-    out["completion_ids"] = torch.cat([moved_ids, output["completion_ids"]], dim=1)
-    out["completion_mask"] = torch.cat([moved_mask, output["completion_mask"]], dim=1)
-    for key in ("old_per_token_logps", "ref_per_token_logps", "sampling_per_token_logps"):
-        if output.get(key) is not None:  # logprobs of the moved tokens are unknown: zeros keep shapes aligned
-            out[key] = torch.cat([output[key].new_zeros(output[key].shape[0], k), output[key]], dim=1)
-    if output.get("tool_mask") is not None:
-        out["tool_mask"] = torch.cat([output["tool_mask"].new_ones(output["tool_mask"].shape[0], k),
-                                      output["tool_mask"]], dim=1)
-    marker = torch.zeros_like(out["completion_mask"])
-    marker[:, :k] = moved_mask
-    out["hypotrack_prompt_in_loss"] = marker  # lets the token-masking hook name what it sees
-    return out
+    The reward still scores the real completion text, as when only the token ids
+    handed to the trainer carry the prompt: nothing looks wrong in the rewards,
+    but every step trains the policy to reproduce its input.
+    """
+    original: Callable[..., Any] = trainer._generate
+    bos = trainer.processing_class.bos_token_id
+
+    def generate(*args: Any, **kwargs: Any):
+        out = list(original(*args, **kwargs))
+        prompt_ids, completion_ids, tool_mask, _completions, logprobs = out[:5]
+        echoed = [[t for t in list(p) if t != bos] for p in prompt_ids]
+        out[1] = [e + list(c) for e, c in zip(echoed, completion_ids)]
+        if tool_mask is not None:
+            out[2] = [[1] * len(e) + list(m) for e, m in zip(echoed, tool_mask)]
+        if logprobs is not None:
+            out[4] = [[None] * len(e) + list(lp) for e, lp in zip(echoed, logprobs)]
+        return tuple(out)
+
+    trainer._generate = generate
 
 
 def _generate_without_adapters(trainer) -> None:  # noqa: ANN001

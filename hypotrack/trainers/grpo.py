@@ -36,7 +36,7 @@ class HypotrackGRPOTrainer(GRPOTrainer):
                  sample_every: int = 10, **kwargs: Any) -> None:
         self.hypotrack_hooks = list(hooks or [])
         self.reward_errors = reward_errors or RewardErrorLog()
-        self.faults = faults  # planted faults (toy lab self-test), applied at the same seams
+        self.faults = faults  # planted faults (toy lab self-test): reward seam here, the rest via attach()
         self.sample_every = max(1, sample_every)
         self.samples: list[dict[str, Any]] = []
         self._scored: dict[str, Any] = {}
@@ -56,8 +56,6 @@ class HypotrackGRPOTrainer(GRPOTrainer):
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
-        if self.faults is not None:
-            output = self.faults.rollout(self, output)
         errors = self.reward_errors.take_step_counts()
         mode = "train" if self.model.training else "eval"
         self._metrics[mode]["reward_errors"].append(float(sum(errors.values())))
@@ -118,8 +116,6 @@ class HypotrackGRPOTrainer(GRPOTrainer):
         return result
 
     def _compute_loss(self, model, inputs):
-        if self.faults is not None:
-            inputs = self.faults.loss_inputs(self, inputs)
         self._capture_logps = bool(self.hypotrack_hooks)
         loss = super()._compute_loss(model, inputs)
         self._capture_logps = False
