@@ -99,5 +99,19 @@ def print_outcome(console: Console, hypothesis, outcome) -> None:  # noqa: ANN00
     if errors:
         console.print("[yellow]Reward functions raised:[/] " + ", ".join(f"{k}: {v} calls" for k, v in errors.items())
                       + " (counted per step as reward_errors/<name>; see the runs' hypotrack.reward_errors tag)")
+    _print_arm_reports(console, outcome.arms)
     console.print(f"Test run {outcome.test_id} in {outcome.seconds:.0f}s; MLflow parent run {outcome.parent_run_id} "
                   f"at {outcome.tracking_uri}; outputs in {outcome.output_dir}")
+
+
+def _print_arm_reports(console: Console, arms: list) -> None:
+    """Markdown reports the arms wrote (critic parity table and interpretation, parity tables), first seed each."""
+    from rich.markdown import Markdown
+
+    first_seed = min((arm.spec.seed for arm in arms), default=0)
+    for arm in arms:
+        if arm.spec.seed != first_seed or arm.status != "finished":
+            continue
+        for report in sorted((arm.dir / "artifacts").glob("*.md")):
+            console.rule(f"{arm.spec.arm} arm, seed {arm.spec.seed}: {report.name}")
+            console.print(Markdown(report.read_text()))

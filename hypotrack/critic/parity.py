@@ -129,7 +129,8 @@ def table_rows(m: dict, backends: tuple[str, str] = BACKEND_NAMES) -> list[list[
 
 def table_markdown(m: dict, backends: tuple[str, str] = BACKEND_NAMES) -> str:
     lines = ["| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
-    lines += ["| " + " | ".join(r) + " |" for r in table_rows(m, backends)]
+    # A bare "|" inside a cell ("|diff|") would split it into columns.
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in r) + " |" for r in table_rows(m, backends)]
     return "\n".join(lines) + "\n"
 
 
