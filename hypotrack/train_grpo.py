@@ -81,7 +81,7 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
     if spec.deterministic:
         from .parity.determinism import enable_determinism
 
-        events.emit("params", params={f"determinism.{k}": v for k, v in enable_determinism(spec.seed).items()})
+        events.emit("params", params=enable_determinism(spec.seed))  # keys are already "determinism/..."
     set_seed(spec.seed)
     model, tokenizer = build_model(spec)
     dataset = prepare_prompts(load_rows(spec.data, spec.seed, spec.experiment_dir), tokenizer, spec.data)
