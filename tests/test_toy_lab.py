@@ -98,3 +98,23 @@ def test_reward_paths_resolve():
         for path in lab.reward_functions(task):
             mod, name = path.split(":")
             assert callable(getattr(importlib.import_module(mod), name))
+
+
+@pytest.mark.parametrize("task,name", [("arith", "toy_arith"), ("musique-mini", "musique_mini")])
+def test_presets_match_experiment_yaml(task, name):
+    """calibrate.py measures presets.py; the experiments must run exactly what was calibrated."""
+    from pathlib import Path
+
+    import yaml
+
+    from hypotrack.toy import presets
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / f"{name}.yaml"
+    exp = yaml.safe_load(path.read_text())
+    for key, value in exp["settings"].items():
+        assert presets.GRPO_SETTINGS[task][key] == pytest.approx(value), key
+    lora = {k: v for k, v in exp["lora"].items() if k != "enabled"}
+    assert exp["lora"]["enabled"] is True and lora == presets.LORA_CONFIG
+    assert exp["rewards"] == presets.REWARDS[task]
+    assert exp["reward_weights"] == presets.REWARD_WEIGHTS[task]
+    assert exp["data"]["size"] == presets.DATASET_SIZES[task]
