@@ -24,6 +24,7 @@ class Context:
         self.project_root = project
         self._registry = None
         self._catalog = None
+        self._summaries = None
 
     def registry(self, reconcile: bool = True):
         if self._registry is None:
@@ -51,13 +52,28 @@ class Context:
             self._catalog = catalog
         return self._catalog
 
+    def summaries(self):
+        """Validated summaries of every hypothesis, from the cache when no file changed (no pydantic then)."""
+        if self._summaries is None:
+            from .spec.project import Project
+            from .spec.summary import load_summaries
+
+            self._summaries = load_summaries(Project.locate(self.project_root).root)
+        return self._summaries
+
+    def check_id(self, hypothesis_id: str) -> None:
+        known = self.summaries()
+        if hypothesis_id not in known:
+            from .spec.project import Project
+
+            where = Project.locate(self.project_root).hypotheses_dir
+            raise click.BadParameter(f"no hypothesis {hypothesis_id!r} in {where} "
+                                     f"(known: {', '.join(sorted(known)) or 'none'})", param_hint="ID")
+
     def hypothesis(self, hypothesis_id: str):
-        catalog = self.catalog()
-        if hypothesis_id not in catalog.hypotheses:
-            known = ", ".join(sorted(catalog.hypotheses)) or "none"
-            raise click.BadParameter(f"no hypothesis {hypothesis_id!r} in {catalog.project.hypotheses_dir} "
-                                     f"(known: {known})", param_hint="ID")
-        return catalog.hypotheses[hypothesis_id]
+        """The full, validated definition (show, run)."""
+        self.check_id(hypothesis_id)
+        return self.catalog().hypotheses[hypothesis_id]
 
 
 pass_ctx = click.make_pass_decorator(Context)
@@ -152,8 +168,8 @@ def status(ctx: Context, as_json: bool) -> None:
     from .registry.queries import overview
     from .views import STATUS_ICONS, confidence_label, status_rows
 
-    catalog = ctx.catalog()
-    rows = status_rows(catalog.hypotheses, overview(ctx.registry(), list(catalog.hypotheses)))
+    summaries = ctx.summaries()
+    rows = status_rows(summaries, overview(ctx.registry(), list(summaries)))
     if as_json:
         click.echo(json.dumps([row.as_json() for row in rows], indent=2))
         return
@@ -278,7 +294,7 @@ def mark(ctx: Context, hypothesis_id: str, new_status: str, confidence: float | 
     """
     from .registry.store import set_status
 
-    ctx.hypothesis(hypothesis_id)
+    ctx.check_id(hypothesis_id)
     change = set_status(ctx.registry(), hypothesis_id, new_status, reason=note or "marked by hand",
                         confidence=confidence)
     click.echo(f"{hypothesis_id}: {change.from_status} -> {change.to_status}")
@@ -297,7 +313,7 @@ def note(ctx: Context, hypothesis_id: str, text: str) -> None:
     """
     from .registry.store import add_note
 
-    ctx.hypothesis(hypothesis_id)
+    ctx.check_id(hypothesis_id)
     if not text.strip():
         raise click.BadParameter("the note is empty", param_hint="TEXT")
     add_note(ctx.registry(), hypothesis_id, text)
@@ -315,14 +331,14 @@ def next_(ctx: Context, as_json: bool) -> None:
         hypotrack next
     """
     from .registry.queries import overview
-    from .views import next_step, run_command
+    from .views import next_step
 
-    catalog = ctx.catalog()
-    statuses = {k: v.status for k, v in overview(ctx.registry(), list(catalog.hypotheses)).items()}
-    step = next_step(catalog.hypotheses, statuses)
+    summaries = ctx.summaries()
+    statuses = {k: v.status for k, v in overview(ctx.registry(), list(summaries)).items()}
+    step = next_step(summaries, statuses)
     if as_json:
         click.echo(json.dumps({"next": step.hypothesis.id if step.hypothesis else None, "reason": step.reason,
-                               "command": run_command(step.hypothesis) if step.hypothesis else None,
+                               "command": step.hypothesis.command if step.hypothesis else None,
                                "blocked": step.blocked}, indent=2))
         return
     if step.hypothesis is None:
@@ -330,7 +346,7 @@ def next_(ctx: Context, as_json: bool) -> None:
     else:
         click.echo(f"Next: {step.hypothesis.id.upper()}: {step.hypothesis.title}")
         click.echo(f"Why: {step.reason}")
-        click.echo(f"Run: {run_command(step.hypothesis)}")
+        click.echo(f"Run: {step.hypothesis.command}")
     for line in step.blocked:
         click.echo(f"  blocked: {line}")
 
@@ -351,7 +367,7 @@ def log(ctx: Context, limit: int, hypothesis_id: str | None, as_json: bool) -> N
     from .views import confidence_label, test_run_json
 
     if hypothesis_id:
-        ctx.hypothesis(hypothesis_id)
+        ctx.check_id(hypothesis_id)
     runs = test_runs(ctx.registry(), hypothesis_id, limit)
     if as_json:
         click.echo(json.dumps([test_run_json(r) for r in runs], indent=2))
@@ -381,12 +397,12 @@ def report(ctx: Context, output: Path | None) -> None:
     from .registry.queries import overview, test_runs
     from .views import next_step, render_report, status_rows
 
-    catalog = ctx.catalog()
+    summaries = ctx.summaries()
     registry = ctx.registry()
-    overviews = overview(registry, list(catalog.hypotheses))
-    rows = status_rows(catalog.hypotheses, overviews)
-    step = next_step(catalog.hypotheses, {k: v.status for k, v in overviews.items()})
-    text = render_report(rows, test_runs(registry), catalog.hypotheses, step)
+    overviews = overview(registry, list(summaries))
+    rows = status_rows(summaries, overviews)
+    step = next_step(summaries, {k: v.status for k, v in overviews.items()})
+    text = render_report(rows, test_runs(registry), step)
     if output is None:
         click.echo(text, nl=False)
         return

@@ -10,8 +10,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from .spec.models import PRIORITY_RANK, Hypothesis
+from typing import TYPE_CHECKING
+
 from .registry.queries import Overview
+from .spec.summary import PRIORITY_RANK, HypothesisSummary
+
+if TYPE_CHECKING:  # pydantic stays out of the read-only commands
+    from .spec.models import Hypothesis
 
 STATUS_ICONS = {
     "pending": "⏳", "testing": "🧪", "validated": "✅", "partial": "◐", "invalidated": "❌", "inconclusive": "🤔",
@@ -56,7 +61,7 @@ class StatusRow:
         return dict(self.__dict__)
 
 
-def latest_evidence(ov: Overview, hypothesis: Hypothesis) -> str:
+def latest_evidence(ov: Overview, hypothesis: HypothesisSummary) -> str:
     """The newest of: a verdict's summary, a status change reason, a note; else the order note."""
     candidates = []
     if ov.last_change is not None and ov.last_change.to_status != "testing":
@@ -68,7 +73,7 @@ def latest_evidence(ov: Overview, hypothesis: Hypothesis) -> str:
     return hypothesis.order_note or hypothesis.statement
 
 
-def status_rows(hypotheses: dict[str, Hypothesis], overviews: dict[str, Overview]) -> list[StatusRow]:
+def status_rows(hypotheses: dict[str, HypothesisSummary], overviews: dict[str, Overview]) -> list[StatusRow]:
     rows = []
     for hyp_id in sorted(hypotheses):
         hyp, ov = hypotheses[hyp_id], overviews[hyp_id]
@@ -81,12 +86,12 @@ def status_rows(hypotheses: dict[str, Hypothesis], overviews: dict[str, Overview
 
 @dataclass
 class NextStep:
-    hypothesis: Hypothesis | None
+    hypothesis: HypothesisSummary | None
     reason: str
     blocked: list[str]
 
 
-def next_step(hypotheses: dict[str, Hypothesis], statuses: dict[str, str]) -> NextStep:
+def next_step(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str]) -> NextStep:
     """The roadmap rule: highest priority pending/inconclusive hypothesis whose prerequisites are resolved."""
     ready, blocked = [], []
     for hyp_id in sorted(hypotheses):
@@ -123,7 +128,7 @@ def next_step(hypotheses: dict[str, Hypothesis], statuses: dict[str, str]) -> Ne
     return NextStep(best, reason, blocked)
 
 
-def run_command(hypothesis: Hypothesis) -> str:
+def run_command(hypothesis: "Hypothesis") -> str:
     """The `hypotrack run` line that tests this hypothesis, with its treatment as flags."""
     t = hypothesis.treatment
     flags = []
@@ -153,7 +158,7 @@ def test_run_json(run) -> dict[str, Any]:  # noqa: ANN001
     }
 
 
-def render_report(rows: list[StatusRow], runs: list, hypotheses: dict[str, Hypothesis], next_: NextStep) -> str:
+def render_report(rows: list[StatusRow], runs: list, next_: NextStep) -> str:
     """Markdown in the shape of a hand-kept debug README: status table, roadmap, experiments log."""
     out = ["# Hypothesis status report", "", "## Current Status Summary", "",
            "| Hypothesis | Priority | Status | Confidence | Notes |",
@@ -166,7 +171,7 @@ def render_report(rows: list[StatusRow], runs: list, hypotheses: dict[str, Hypot
     out += ["", "## Next Action", ""]
     if next_.hypothesis:
         out.append(f"**{next_.hypothesis.id.upper()}: {next_.hypothesis.title}**: {next_.reason}")
-        out += ["", "```bash", run_command(next_.hypothesis), "```"]
+        out += ["", "```bash", next_.hypothesis.command, "```"]
     else:
         out.append(next_.reason)
     out += ["", "## Experiments Log", "",

@@ -89,6 +89,7 @@ def cli_env(tmp_path: Path, project_dir: Path, registry_path: Path) -> dict[str,
     """Environment for a CLI subprocess: this test's project and registry, nothing from the user's."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HYPOTRACK_", "MLFLOW_"))}
     env.update(HYPOTRACK_PROJECT=str(project_dir), HYPOTRACK_DB=str(registry_path),
+               HYPOTRACK_CACHE=str(tmp_path / "cache"),
                MLFLOW_TRACKING_URI=f"file:{tmp_path / 'mlruns'}", PYTHONDONTWRITEBYTECODE="1",
                COLUMNS="200", NO_COLOR="1")
     env.pop("PYTHONSTARTUP", None)

@@ -1,7 +1,23 @@
-"""Spec models and the YAML loader (no torch, mlflow or trl imports here)."""
+"""Spec models and the YAML loader (no torch, mlflow or trl imports here).
 
-from .loader import Catalog, Problem, Project, SpecError, load_catalog
-from .models import STATUSES, Criterion, Experiment, Hypothesis, Overrides
+Names are resolved lazily so that `hypotrack.spec.summary` (the cached path of
+the read-only commands) can be imported without pydantic or PyYAML.
+"""
 
-__all__ = ["Catalog", "Criterion", "Experiment", "Hypothesis", "Overrides", "Problem", "Project",
-           "STATUSES", "SpecError", "load_catalog"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "Catalog": "loader", "Problem": "loader", "Project": "project", "SpecError": "loader", "load_catalog": "loader",
+    "STATUSES": "models", "Criterion": "models", "Experiment": "models", "Hypothesis": "models",
+    "Overrides": "models",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'hypotrack.spec' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from . import metrics as metric_names
 from .models import Experiment, Hypothesis
+from .project import Project
 from .settings_check import check_setting
 from .yamlio import YamlDoc, YamlSyntaxError, dotted, read_yaml
 
@@ -35,27 +36,6 @@ class SpecError(Exception):
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         super().__init__("\n".join(str(p) for p in problems))
-
-
-@dataclass
-class Project:
-    """Where the YAML files live: HYPOTRACK_PROJECT, else the working directory."""
-
-    root: Path
-
-    @property
-    def hypotheses_dir(self) -> Path:
-        return self.root / "hypotheses"
-
-    @property
-    def experiments_dir(self) -> Path:
-        return self.root / "experiments"
-
-    @classmethod
-    def locate(cls, root: str | Path | None = None) -> "Project":
-        if root is None:
-            root = os.environ.get("HYPOTRACK_PROJECT") or Path.cwd()
-        return cls(Path(root).resolve())
 
 
 @dataclass

@@ -11,10 +11,11 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from .summary import PRIORITY_RANK  # noqa: F401 - shared with the cached summaries
+
 Priority = Literal["high", "medium", "low"]
 Status = Literal["pending", "testing", "validated", "partial", "invalidated", "inconclusive"]
 STATUSES: tuple[str, ...] = ("pending", "testing", "validated", "partial", "invalidated", "inconclusive")
-PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}
 ARMS = ("control", "treatment")
 
 IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
