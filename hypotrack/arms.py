@@ -58,6 +58,22 @@ class ArmSpec(BaseModel):
         return self.model_dump(exclude={"test_id", "output_dir", "threads", "seed", "arm"})
 
 
+# Where each simple flag lands in a resolved arm: (section, key); section None is the top level.
+FLAG_PATHS: dict[str, tuple[str | None, str]] = {
+    "peft": ("lora", "enabled"),
+    "scale_rewards": ("grpo", "scale_rewards"),
+    "kl_beta": ("grpo", "beta"),
+    "loss_type": ("grpo", "loss_type"),
+    "learning_rate": ("grpo", "learning_rate"),
+    "batch_size": ("grpo", "per_device_train_batch_size"),
+    "num_generations": ("grpo", "num_generations"),
+    "logging_steps": ("grpo", "logging_steps"),
+    "max_prompt_length": ("data", "max_prompt_length"),
+    "max_steps": (None, "max_steps"),
+    "model": (None, "model"),
+}
+
+
 def _apply(base: dict[str, Any], overrides: Overrides, fields: tuple[str, ...] | None, where: str) -> dict[str, Any]:
     """Apply the chosen override fields to a flat arm dict; ``fields=None`` means all of them."""
     out = json.loads(json.dumps(base))  # deep copy of plain data
@@ -65,28 +81,10 @@ def _apply(base: dict[str, Any], overrides: Overrides, fields: tuple[str, ...] |
     for name, value in given.items():
         if fields is not None and name not in fields:
             continue
-        if name == "peft":
-            out["lora"]["enabled"] = bool(value)
-        elif name == "scale_rewards":
-            out["grpo"]["scale_rewards"] = value
-        elif name == "kl_beta":
-            out["grpo"]["beta"] = value
-        elif name == "loss_type":
-            out["grpo"]["loss_type"] = value
-        elif name == "learning_rate":
-            out["grpo"]["learning_rate"] = value
-        elif name == "batch_size":
-            out["grpo"]["per_device_train_batch_size"] = value
-        elif name == "num_generations":
-            out["grpo"]["num_generations"] = value
-        elif name == "logging_steps":
-            out["grpo"]["logging_steps"] = value
-        elif name == "max_steps":
-            out["max_steps"] = value
-        elif name == "max_prompt_length":
-            out["data"]["max_prompt_length"] = value
-        elif name == "model":
-            out["model"] = value
+        if name in FLAG_PATHS:
+            section, key = FLAG_PATHS[name]
+            target = out if section is None else out[section]
+            target[key] = value
         elif name == "dataset":
             out["data"] = {**_data_from_flag(value), "size": out["data"].get("size", 256),
                            "max_prompt_length": out["data"].get("max_prompt_length"),

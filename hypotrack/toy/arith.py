@@ -8,6 +8,8 @@ from __future__ import annotations
 import random
 import re
 
+from .text import completion_text
+
 MAX_OPERAND = 49  # 50*50 = 2500 distinct problems: enough to need generalisation, small enough to learn fast
 _INT = re.compile(r"^\s*(-?\d+)")
 
@@ -30,18 +32,11 @@ def parse_answer(completion: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _text(completion) -> str:
-    # Standard format gives strings; tolerate conversational [{"role":..., "content":...}] too.
-    if isinstance(completion, list):
-        return completion[-1]["content"] if completion else ""
-    return completion
-
-
 def arith_correct(completions, answer, **kwargs) -> list[float]:
     """1.0 when the completion's leading integer equals the answer, else 0.0."""
-    return [1.0 if parse_answer(_text(c)) == str(a) else 0.0 for c, a in zip(completions, answer)]
+    return [1.0 if parse_answer(completion_text(c)) == str(a) else 0.0 for c, a in zip(completions, answer)]
 
 
 def arith_format(completions, **kwargs) -> list[float]:
     """Cheap shaping: 1.0 when the completion is only an integer (no trailing junk)."""
-    return [1.0 if re.fullmatch(r"\s*-?\d+\s*", _text(c)) else 0.0 for c in completions]
+    return [1.0 if re.fullmatch(r"\s*-?\d+\s*", completion_text(c)) else 0.0 for c in completions]

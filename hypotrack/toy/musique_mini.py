@@ -12,6 +12,8 @@ import random
 import re
 import string
 
+from .text import completion_text
+
 FILLERS = [
     "It is old.", "Rain is common.", "The river is wide.", "Many birds nest there.",
     "It has a market.", "Roads are long.", "The hills are green.", "It is quiet.",
@@ -93,17 +95,11 @@ def parse_answer(completion: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _text(completion) -> str:
-    if isinstance(completion, list):  # tolerate conversational format
-        return completion[-1]["content"] if completion else ""
-    return completion
-
-
 def musique_correct(completions, answer, **kwargs) -> list[float]:
     """1.0 when the completion's leading entity code equals the answer, else 0.0."""
-    return [1.0 if parse_answer(_text(c)) == str(a) else 0.0 for c, a in zip(completions, answer)]
+    return [1.0 if parse_answer(completion_text(c)) == str(a) else 0.0 for c, a in zip(completions, answer)]
 
 
 def musique_format(completions, **kwargs) -> list[float]:
     """Cheap shaping: 1.0 when the completion is exactly one entity code."""
-    return [1.0 if re.fullmatch(r"\s*[A-Z][a-z]{2}\s*", _text(c)) else 0.0 for c in completions]
+    return [1.0 if re.fullmatch(r"\s*[A-Z][a-z]{2}\s*", completion_text(c)) else 0.0 for c in completions]
