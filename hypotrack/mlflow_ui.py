@@ -28,6 +28,14 @@ def serve(tracking_uri: str | None, port: int, wait: bool = True) -> subprocess.
     print(f"MLflow UI for {uri}: {url}  (Ctrl-C to stop)", flush=True)
     if not wait:
         return process
+
+    # Started from scripts or as a background job, SIGINT may arrive ignored; handle both
+    # Ctrl-C and SIGTERM explicitly so the server group never outlives `hypotrack ui`.
+    def stop(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     try:
         code = process.wait()
         if code not in (0, -signal.SIGTERM, -signal.SIGINT):
