@@ -33,10 +33,10 @@ def test_prompt_in_loss_hands_the_prompt_back_as_completion_tokens() -> None:
     assert completions == ["19", "7"]  # the reward still scores the real completion text
 
 
-def test_tiny_std_jitter_is_tiny_and_deterministic() -> None:
-    values = [_jitter(f"{i}") for i in range(200)]
-    assert max(abs(v) for v in values) <= 1e-3 and len(set(values)) > 50
-    assert _jitter("42") == _jitter("42")
+def test_tiny_std_jitter_is_tiny_per_sample_and_reproducible() -> None:
+    values = _jitter(200, step=3, seed=0)
+    assert values.abs().max() <= 1e-3 and len(set(values.tolist())) == 200
+    assert torch.equal(values, _jitter(200, step=3, seed=0)) and not torch.equal(values, _jitter(200, step=4, seed=0))
 
 
 def test_faulted_rewards_change_only_what_the_bug_touches() -> None:
@@ -50,8 +50,9 @@ def test_faulted_rewards_change_only_what_the_bug_touches() -> None:
         state, args = State(), Args()
 
     rewards = torch.tensor([[1.0, 1.0], [0.0, 1.0], [1.0, 1.0], [0.0, 1.0]])
-    tiny = build_faults(["tiny_std_rewards"]).rewards(Trainer(), rewards, [], ["a", "bb", "a", "bb"])
+    tiny = build_faults(["tiny_std_rewards"]).rewards(Trainer(), rewards, [], ["a", "a", "a", "a"])
     assert torch.allclose(tiny, rewards, atol=1e-3) and not torch.equal(tiny[:, 0], rewards[:, 0])
+    assert tiny[0, 0] != tiny[2, 0]  # identical completions, different noise
     assert torch.equal(tiny[:, 1], rewards[:, 1])
     noisy = build_faults(["noisy_reward_component"]).rewards(Trainer(), rewards, [], ["a"] * 4)
     assert torch.equal(noisy[:, 0], rewards[:, 0]) and noisy[:, 1].std() > 0.05

@@ -287,6 +287,11 @@ class LoraSyncHook(DiagnosticHook):
             ids = batch.completion_ids[:, :n]
             ok = mask[:, :n] & (gtok == ids)
             out["gen_token_match_share"] = f(ok.sum() / mask[:, :n].sum().clamp(min=1))
+            # Compare logprobs only on rows the trainer holds exactly as generated: on a shifted row
+            # (tokens added in front, e.g. an echoed prompt) equal tokens sit in different contexts,
+            # and their logprob difference says nothing about weight sync.
+            row_ok = ((gtok == ids) | ~mask[:, :n]).all(dim=1)
+            ok = ok & row_ok[:, None]
             if batch.old_per_token_logps is not None:
                 trainer_lp, rows = batch.old_per_token_logps.detach().float()[:, :n], slice(None)
             else:

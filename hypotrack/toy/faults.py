@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 # name -> (hypothesis it imitates, what it does)
 FAULTS: dict[str, tuple[str, str]] = {
-    "tiny_std_rewards": ("h01", "a shaping term adds +-1e-3 jitter, so tied groups get a tiny std that group "
-                                "scaling blows up to unit-size advantages"),
+    "tiny_std_rewards": ("h01", "the task reward carries +-1e-3 numeric noise (a bf16 reward model), so tied "
+                                "groups get a tiny std that group scaling blows up to unit-size advantages"),
     "prompt_in_loss": ("h02", "the rollout hands back the prompt tokens in front of the completion (the "
                               "return_full_text mistake), so the loss trains on the prompt"),
     "kl_wrong_sign": ("h03", "the KL term enters the loss with a negative coefficient, rewarding divergence "
@@ -43,9 +43,13 @@ def apply_config(name: str, arm: dict[str, Any]) -> None:
         arm[section][key] = value
 
 
-def _jitter(text: str) -> float:
-    """A deterministic +-1e-3 'shaping' value per completion (like a length or style bonus)."""
-    return ((zlib.crc32(text.encode()) % 2001) - 1000) * 1e-6
+def _jitter(count: int, step: int, seed: int):
+    """Per-sample noise in [-1e-3, 1e-3], as from a reward model run in bf16 with batch-dependent
+    numerics: identical completions get slightly different scores."""
+    import torch
+
+    generator = torch.Generator().manual_seed(step * 104729 + seed)
+    return (torch.rand(count, generator=generator) * 2 - 1) * 1e-3
 
 
 @dataclass
@@ -64,10 +68,9 @@ class Faults:
         import torch
 
         if "tiny_std_rewards" in self.names:
-            jitter = torch.tensor([_jitter(str(c)) for c in completions], dtype=rewards_per_func.dtype,
-                                  device=rewards_per_func.device)
+            jitter = _jitter(rewards_per_func.shape[0], trainer.state.global_step, trainer.args.seed)
             rewards_per_func = rewards_per_func.clone()
-            rewards_per_func[:, 0] = rewards_per_func[:, 0] + jitter
+            rewards_per_func[:, 0] = rewards_per_func[:, 0] + jitter.to(rewards_per_func)
         if "noisy_reward_component" in self.names and rewards_per_func.shape[1] > 1:
             generator = torch.Generator().manual_seed(trainer.state.global_step * 7919 + trainer.args.seed)
             rewards_per_func = rewards_per_func.clone()
