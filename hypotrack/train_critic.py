@@ -16,7 +16,7 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
     from .critic.settings import CriticSettings
 
     torch.set_num_threads(max(1, spec.threads))
-    settings = CriticSettings.model_validate({**(spec.critic or {}), **_critic_overrides(spec)})
+    settings = CriticSettings.model_validate(spec.critic or {})
     artifacts = out_dir / "artifacts"
     artifacts.mkdir(parents=True, exist_ok=True)
 
@@ -29,7 +29,3 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
     return run_critic_parity(settings, resolve_model_path(spec.model), spec.seed, log_metrics, artifacts,
                              log_params=log_params)
 
-
-def _critic_overrides(spec: ArmSpec) -> dict:
-    """`--set` on a critic experiment reaches the critic settings through the grpo dict's critic.* keys."""
-    return {k[len("critic."):]: v for k, v in spec.grpo.items() if k.startswith("critic.")}

@@ -9,7 +9,6 @@ hypothesis's treatment is the fix that should make it harmless.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
