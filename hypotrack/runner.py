@@ -90,11 +90,9 @@ def preflight(specs: list[ArmSpec]) -> None:
         if spec.data.get("loader") and spec.data["loader"] not in checked:
             import_object(spec.data["loader"], spec.experiment_dir, "dataset loader")
             checked.add(spec.data["loader"])
-        if spec.data.get("dataset"):
-            name = spec.data["dataset"].split(",")[0]
-            looks_local = name.startswith((".", "/", "~"))
-            if looks_local and not Path(name).expanduser().exists():
-                raise HypotrackError(f"dataset {spec.data['dataset']!r}: {name} does not exist")
+        if spec.data.get("dataset") and spec.data["dataset"] not in checked:
+            checked.add(spec.data["dataset"])
+            _check_dataset(spec.data["dataset"])
         model = spec.model
         if model in checked:
             continue
@@ -111,6 +109,23 @@ def preflight(specs: list[ArmSpec]) -> None:
             raise HypotrackError(f"model {model!r}: no such folder")
         else:
             _check_hub_model(model)
+
+
+def _check_dataset(dataset: str) -> None:
+    """A local folder must exist; a hub dataset must be resolvable (metadata only, no download)."""
+    name, config = ([*dataset.split(","), ""])[:2]
+    path = Path(name).expanduser()
+    if path.exists():
+        return
+    if name.startswith((".", "/", "~")):
+        raise HypotrackError(f"dataset {dataset!r}: {name} does not exist")
+    try:
+        from datasets import load_dataset_builder
+
+        load_dataset_builder(name, config or None)
+    except Exception as exc:  # noqa: BLE001 - offline, typo, gated, missing config
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise HypotrackError(f"dataset {dataset!r} could not be found: {first}") from None
 
 
 def _check_hub_model(model: str) -> None:

@@ -72,6 +72,7 @@ def test_dry_run_prints_arms_and_trains_nothing(tmp_path: Path, toy_cache: Path)
     (["--model", "/nonexistent/model"], "no such folder"),
     (["--batch-size", "6", "--num-generations", "4"], "multiple of num_generations"),
     (["--dataset", "missing_module:load"], "cannot import module"),
+    (["--dataset", "nobody/no-such-dataset,main,train"], "could not be found"),  # hub offline in tests
 ])
 def test_bad_settings_fail_before_training(tmp_path: Path, toy_cache: Path, args: list[str], expected: str) -> None:
     env = env_for(tmp_path, toy_cache)
