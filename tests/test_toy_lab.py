@@ -118,3 +118,15 @@ def test_presets_match_experiment_yaml(task, name):
     assert exp["rewards"] == presets.REWARDS[task]
     assert exp["reward_weights"] == presets.REWARD_WEIGHTS[task]
     assert exp["data"]["size"] == presets.DATASET_SIZES[task]
+
+
+def test_datasets_are_identical_across_processes():
+    """Same seed, different hash seeds (every new Python process has one): the same rows."""
+    import subprocess
+    import sys
+
+    code = ("from hypotrack.toy.lab import load_dataset; import json; "
+            "print(json.dumps([list(load_dataset(t, 40, 3)['prompt']) for t in ('arith', 'musique-mini')]))")
+    outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              env={**__import__("os").environ, "PYTHONHASHSEED": hs}).stdout for hs in ("1", "2")}
+    assert len(outputs) == 1
