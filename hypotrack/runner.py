@@ -80,6 +80,7 @@ class _StopRequested(Exception):
 def preflight(specs: list[ArmSpec]) -> None:
     """Fail before training on a missing model, dataset or import path."""
     from .imports import import_object
+    from .worker import toy_task
 
     checked: set[str] = set()
     for spec in specs:
@@ -97,12 +98,9 @@ def preflight(specs: list[ArmSpec]) -> None:
         if model in checked:
             continue
         checked.add(model)
-        if model.startswith("toy:"):
-            from .toy.lab import TASKS
-
-            if model[4:] not in TASKS:
-                raise HypotrackError(f"model {model!r}: unknown toy task (known: {', '.join('toy:' + t for t in TASKS)})")
-        elif Path(model).expanduser().exists():
+        if toy_task(model) is not None:
+            continue
+        if Path(model).expanduser().exists():
             if not (Path(model).expanduser() / "config.json").exists():
                 raise HypotrackError(f"model {model!r} is a folder without config.json: not a transformers model")
         elif model.startswith((".", "/", "~")) or model.count("/") > 1:

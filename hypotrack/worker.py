@@ -56,15 +56,25 @@ def versions() -> dict[str, str]:
     return out
 
 
-def resolve_model_path(model: str) -> str:
-    if model.startswith("toy:"):
-        from .toy.lab import TASKS, ensure_model
+def toy_task(model: str) -> str | None:
+    """The toy-lab task a model name like 'toy:arith' asks for (None for any other model)."""
+    if not model.startswith("toy:"):
+        return None
+    from .toy.lab import TASKS
 
-        task = model[len("toy:"):]
-        if task not in TASKS:
-            raise HypotrackError(f"model {model!r}: unknown toy task (known: {', '.join('toy:' + t for t in TASKS)})")
-        return str(ensure_model(task))
-    return model
+    task = model[len("toy:"):]
+    if task not in TASKS:
+        raise HypotrackError(f"model {model!r}: unknown toy task (known: {', '.join('toy:' + t for t in TASKS)})")
+    return task
+
+
+def resolve_model_path(model: str) -> str:
+    task = toy_task(model)
+    if task is None:
+        return model
+    from .toy.lab import ensure_model
+
+    return str(ensure_model(task))
 
 
 def main(argv: list[str] | None = None) -> int:
