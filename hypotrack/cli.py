@@ -173,14 +173,15 @@ def status(ctx: Context, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([row.as_json() for row in rows], indent=2))
         return
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="Current Status Summary", title_justify="left", expand=False)
     for column in ("ID", "Hypothesis", "Priority", "Status", "Confidence", "Latest evidence or note", "Last run"):
         table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(row.id, row.title, row.priority.upper(), f"{STATUS_ICONS.get(row.status, '')} {row.status}",
-                      confidence_label(row.confidence), row.evidence, row.last_run)
+    for row in rows:  # free text is escaped: "[control, min]" in evidence is not rich markup
+        table.add_row(row.id, escape(row.title), row.priority.upper(), f"{STATUS_ICONS.get(row.status, '')} {row.status}",
+                      confidence_label(row.confidence), escape(row.evidence), row.last_run)
     _console().print(table)
 
 
@@ -216,15 +217,16 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
         }, indent=2, default=str))
         return
     import yaml
+    from rich.markup import escape
     from rich.panel import Panel
     from rich.table import Table
 
     console = _console()
-    header = (f"[bold]{hyp.id.upper()}: {hyp.title}[/]  priority {hyp.priority.upper()}  status "
+    header = (f"[bold]{hyp.id.upper()}: {escape(hyp.title)}[/]  priority {hyp.priority.upper()}  status "
               f"[bold]{current.status}[/]  confidence {confidence_label(current.confidence)}\n"
-              f"file {ctx.catalog().hypothesis_files[hypothesis_id]}\n\n{hyp.statement.strip()}")
+              f"file {ctx.catalog().hypothesis_files[hypothesis_id]}\n\n{escape(hyp.statement.strip())}")
     if hyp.rationale:
-        header += f"\n\n[dim]Rationale:[/] {hyp.rationale.strip()}"
+        header += f"\n\n[dim]Rationale:[/] {escape(hyp.rationale.strip())}"
     header += f"\n\n[dim]Test:[/] {run_command(hyp)}   [dim]prerequisites:[/] {', '.join(hyp.prerequisites) or 'none'}"
     header += f"   [dim]hooks:[/] {', '.join(hyp.hooks) or 'none'}"
     if hyp.resources.time or hyp.resources.memory:
@@ -237,19 +239,19 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
         table.add_column(column, overflow="fold")
     for c in changes:
         table.add_row(c.at.strftime("%Y-%m-%d %H:%M:%S"), c.from_status, c.to_status, confidence_label(c.confidence),
-                      c.reason, c.actor)
+                      escape(c.reason), escape(c.actor))
     console.print(table if changes else "[dim]No status changes yet.[/]")
     if notes:
         console.print("[bold]Notes[/]")
         for n in notes:
-            console.print(f"  {n.at:%Y-%m-%d %H:%M} {n.author}: {n.text}")
+            console.print(f"  {n.at:%Y-%m-%d %H:%M} {escape(n.author)}: {escape(n.text)}")
     runs_table = Table(title="Test runs", title_justify="left")
     for column in ("Id", "Started", "State", "Verdict", "Confidence", "Seeds", "MLflow parent run", "Summary"):
         runs_table.add_column(column, overflow="fold")
     for r in runs:
         runs_table.add_row(r.id, f"{r.started_at:%Y-%m-%d %H:%M}", r.state, r.verdict or "-",
                            confidence_label(r.confidence), ",".join(map(str, r.seeds)),
-                           r.mlflow_parent_run_id or "-", r.summary or r.error or "")
+                           r.mlflow_parent_run_id or "-", escape(r.summary or r.error or ""))
     console.print(runs_table if runs else "[dim]No test runs yet.[/]")
 
 
@@ -372,6 +374,7 @@ def log(ctx: Context, limit: int, hypothesis_id: str | None, as_json: bool) -> N
     if as_json:
         click.echo(json.dumps([test_run_json(r) for r in runs], indent=2))
         return
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="Experiments log", title_justify="left")
@@ -379,7 +382,7 @@ def log(ctx: Context, limit: int, hypothesis_id: str | None, as_json: bool) -> N
         table.add_column(column, overflow="fold")
     for r in runs:
         table.add_row(f"{r.started_at:%Y-%m-%d %H:%M}", r.hypothesis_id, r.id, r.state, r.verdict or "-",
-                      confidence_label(r.confidence), r.summary or r.error or "")
+                      confidence_label(r.confidence), escape(r.summary or r.error or ""))
     _console().print(table if runs else "No test runs yet.")
 
 

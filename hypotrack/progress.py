@@ -91,7 +91,7 @@ def print_outcome(console: Console, hypothesis, outcome) -> None:  # noqa: ANN00
     console.print(table)
     colour = {"validated": "green", "invalidated": "red"}.get(verdict.status, "yellow")
     console.print(f"Verdict: [bold {colour}]{verdict.status}[/]  confidence {confidence_label(verdict.confidence)}")
-    console.print(verdict.summary)
+    console.print(verdict.summary, markup=False)
     errors = {}
     for arm in outcome.arms:
         for name, count in arm.reward_errors.items():
