@@ -94,13 +94,13 @@ def main(argv: list[str] | None = None) -> int:
 
             final = train(spec, out_dir, events)
         elif spec.trainer == "critic":
-            from .train_critic import train
+            from .train_checks import train_critic
 
-            final = train(spec, out_dir, events)
+            final = train_critic(spec, out_dir, events)
         else:
-            from .train_parity import train
+            from .train_checks import train_parity
 
-            final = train(spec, out_dir, events)
+            final = train_parity(spec, out_dir, events)
         events.emit("finished", seconds=time.time() - started, metrics=final)
         return 0
     except Stopped as exc:
