@@ -1,0 +1,58 @@
+"""hypotrack subclasses TRL internals and mirrors GRPOConfig; these fail loudly when a TRL upgrade moves them."""
+
+from __future__ import annotations
+
+import inspect
+import runpy
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+
+trl = pytest.importorskip("trl")
+
+from hypotrack.spec.grpo_fields import GRPO_FIELDS, TRL_VERSION  # noqa: E402
+
+TOOL = Path(__file__).parent / "tools" / "gen_grpo_fields.py"
+
+# Methods HypotrackGRPOTrainer overrides or planted faults wrap, with the parameters hypotrack relies on.
+SEAMS = {
+    "_calculate_rewards": ["inputs", "prompts", "completions", "completion_ids_list"],
+    "_generate_and_score_completions": ["inputs"],
+    "_get_per_token_logps_and_entropies": ["model", "input_ids", "attention_mask", "logits_to_keep"],
+    "_compute_loss": ["model", "inputs"],
+    "training_step": ["model", "inputs", "num_items_in_batch"],
+    "_generate": ["prompts"],
+}
+
+
+def test_field_table_matches_the_installed_trl() -> None:
+    assert trl.__version__ == TRL_VERSION, "regenerate: python tests/tools/gen_grpo_fields.py > hypotrack/spec/grpo_fields.py"
+    out, saved = StringIO(), sys.stdout
+    sys.stdout = out
+    try:
+        runpy.run_path(str(TOOL), run_name="__main__")
+    finally:
+        sys.stdout = saved
+    namespace: dict = {}
+    exec(out.getvalue(), namespace)  # noqa: S102 - our own generated table
+    assert namespace["GRPO_FIELDS"] == GRPO_FIELDS
+
+
+@pytest.mark.parametrize("name, params", sorted(SEAMS.items()))
+def test_trainer_seams_still_exist(name: str, params: list[str]) -> None:
+    from trl import GRPOTrainer
+
+    method = getattr(GRPOTrainer, name, None)
+    assert method is not None, f"GRPOTrainer.{name} is gone: hypotrack/trainers/grpo.py must follow TRL"
+    signature = list(inspect.signature(method).parameters)[1:]
+    assert signature[:len(params)] == params, f"GRPOTrainer.{name}{signature} changed"
+
+
+def test_generate_returns_what_the_faults_unpack() -> None:
+    """faults.py reads (prompt_ids, completion_ids, tool_mask, completions, logprobs, ...) from _generate."""
+    from trl import GRPOTrainer
+
+    source = inspect.getsource(GRPOTrainer._generate)
+    assert "return prompt_ids, completion_ids, tool_mask, completions, logprobs" in source
