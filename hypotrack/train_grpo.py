@@ -147,10 +147,7 @@ def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(data, default=str))
 
 
-try:
-    from transformers import TrainerCallback
-except ImportError:  # pragma: no cover - transformers is a hard dependency
-    TrainerCallback = object  # type: ignore[misc,assignment]
+from transformers import TrainerCallback  # noqa: E402 - the worker imports this module only to train
 
 
 class TrainingCallback(TrainerCallback):
