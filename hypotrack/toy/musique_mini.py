@@ -27,8 +27,9 @@ DISTRACTOR_RELATIONS = ["river", "mayor", "lake"]
 HARD_FRACTION = 0.3
 # Capitals come from a small closed set of names (persons/places are random codes): a tiny model can
 # then learn "name the capital mentioned in the context" in seconds, which copying random codes is not.
-# Four names (not eight): a warm-started model that only knows the answer format then samples the right
-# one ~1/4 of the time, so the GRPO baseline reward lands inside 0.25-0.75 and reading lifts it from there.
+# Four names (not eight): a model that only knows the answer format already samples the right one ~1/4
+# of the time, so the GRPO baseline never starts at zero; the warm start adds just enough reading to
+# land it near 0.5, and GRPO sharpens the reading from there.
 CAPITALS = ["Avo", "Bel", "Cor", "Dun"]
 _CODE = re.compile(r"^\s*([A-Za-z0-9]+)")
 
