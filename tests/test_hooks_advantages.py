@@ -3,23 +3,26 @@ import math
 import pytest
 import torch
 
-from hypotrack.hooks.advantages import AdvantagesHook, trl_advantages
+from hypotrack.hooks.advantages import AdvantagesHook, trl_advantages, trl_advantages_normalize_then_sum
 from hypotrack.hooks.base import RolloutBatch
 
 torch.set_num_threads(1)
 
 
-def batch_for(rewards, G, scale="group", weights=None):
+def batch_for(rewards, G, scale="group", weights=None, aggregation="sum_then_normalize"):
     rpf = torch.tensor(rewards, dtype=torch.float32).reshape(len(rewards), -1)
     w = torch.ones(rpf.size(1)) if weights is None else torch.tensor(weights)
-    r = (rpf * w).nansum(1)
+    if aggregation == "normalize_then_sum":
+        advantages = trl_advantages_normalize_then_sum(rpf, w, G)
+    else:
+        advantages = trl_advantages((rpf * w).nansum(1), G, scale)
     B = rpf.size(0)
     return RolloutBatch(
         prompt_ids=torch.ones(B, 3, dtype=torch.long), prompt_mask=torch.ones(B, 3, dtype=torch.long),
         completion_ids=torch.ones(B, 2, dtype=torch.long), completion_mask=torch.ones(B, 2, dtype=torch.long),
-        advantages=trl_advantages(r, G, scale), rewards_per_func=rpf, reward_weights=w,
+        advantages=advantages, rewards_per_func=rpf, reward_weights=w,
         reward_func_names=[f"f{i}" for i in range(rpf.size(1))], num_generations=G, scale_rewards=scale,
-        pad_token_id=0, eos_token_id=1, prompts_text=[""] * B, completions_text=[""] * B,
+        pad_token_id=0, eos_token_id=1, prompts_text=[""] * B, completions_text=[""] * B, aggregation=aggregation,
     )
 
 
@@ -62,3 +65,36 @@ def test_mismatched_advantages_are_flagged():
     b = batch_for([0.0, 1.0, 0.0, 1.0], 2)
     b.advantages = b.advantages * 3
     assert AdvantagesHook().on_rollout(b, 0)["recompute_max_abs_diff"] > 1.0
+
+
+def test_normalize_then_sum_formula_by_hand():
+    # Two groups of 2, two functions: each function is z-scored within its group (a tied function gets
+    # z = 0), then the weighted sum is standardised over the batch.
+    rpf = torch.tensor([[0.0, 1.0], [1.0, 1.0], [2.0, 0.0], [0.0, 2.0]])
+    w = torch.tensor([1.0, 0.5])
+    z = torch.empty_like(rpf)
+    for rows in (slice(0, 2), slice(2, 4)):
+        g = rpf[rows]
+        z[rows] = (g - g.mean(0)) / (g.std(0) + 1e-4)
+    summed = (z * w).sum(1)
+    expected = (summed - summed.mean()) / (summed.std() + 1e-4)
+    assert torch.allclose(trl_advantages_normalize_then_sum(rpf, w, 2), expected, atol=1e-6)
+
+
+def test_normalize_then_sum_flags_a_near_tied_function_not_the_summed_reward():
+    # Function 0 carries real signal in both groups; function 1 differs only by 1e-3 noise in group 0.
+    # Summed rewards have a healthy group std, so only the per-function view sees the blow-up.
+    f0 = [0.0, 1.0, 0.0, 1.0] * 2
+    f1 = [0.5, 0.5, 0.5, 0.501] + [0.0, 1.0, 1.0, 0.0]
+    rows = [[a, b] for a, b in zip(f0, f1)]
+    nts = AdvantagesHook().on_rollout(batch_for(rows, 4, aggregation="normalize_then_sum"), step=0)
+    assert nts["recompute_max_abs_diff"] < 1e-5
+    assert nts["near_zero_std_share"] == pytest.approx(0.25)  # 1 of 4 (group, function) pairs
+    assert nts["group_std_min"] < 1e-3
+    assert nts["near_zero_std_abs_adv_max"] > 0.5  # 0.001 of noise moves advantages by a unit-scale amount
+    stn = AdvantagesHook().on_rollout(batch_for(rows, 4), step=0)
+    assert stn["near_zero_std_share"] == 0.0  # the summed-reward view does not see it
+    # A batch scored one way and checked the other way is a mismatch.
+    wrong = batch_for(rows, 4, aggregation="normalize_then_sum")
+    wrong.aggregation = "sum_then_normalize"
+    assert AdvantagesHook().on_rollout(wrong, 0)["recompute_max_abs_diff"] > 0.1

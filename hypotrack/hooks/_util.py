@@ -26,13 +26,15 @@ def masked_max(x: torch.Tensor, mask: torch.Tensor) -> float:
     return f(x[m].max()) if m.any() else 0.0
 
 
-def nanstd(t: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+def nanstd(t: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
     """TRL's `nanstd` (Bessel-corrected, NaN-aware), copied so the hooks do not depend on trl internals."""
     mean = torch.nanmean(t, dim=dim, keepdim=True)
     var = torch.nanmean((t - mean) ** 2, dim=dim, keepdim=True)
     count = torch.sum(~torch.isnan(t), dim=dim, keepdim=True)
     corr = torch.where(count > 1, count / (count - 1), torch.full_like(var, float("nan")))
     std = torch.sqrt(var * corr)
+    if keepdim:
+        return std
     return std.squeeze(dim) if dim is not None else std.reshape(())
 
 

@@ -6,6 +6,13 @@ advantage = reward - group mean, divided by (std + 1e-4) where std is the group 
 std ("batch"), or not divided ("none"). A group whose rewards differ only by noise gets that noise
 blown up to unit-scale advantages under "group": the classic h01 failure.
 
+TRL's other aggregation, `multi_objective_aggregation: normalize_then_sum`, standardises each reward
+function within its group first (by its own std + 1e-4), sums the weighted z-scores and divides by the
+batch std (scale_rewards is not used). There the tiny-std failure lives per (group, function) pair:
+`group_std_*` and `near_zero_std_share` are over those pairs, and `near_zero_std_abs_adv_max` is the
+largest advantage contribution of a near-tied pair, |w * z| / (batch std + 1e-4). The `abs_max_<mode>`
+keys always describe sum_then_normalize under each scale_rewards mode, for comparison.
+
 `std_threshold` (default 0.01): a group std below 1% of a unit reward range (toy and most task rewards
 live in [0, 1]) means its completions are effectively tied, yet "group" scaling multiplies its
 differences by >= 1/(0.01 + 1e-4) ~ 100. Scale it with your reward range.
@@ -47,6 +54,42 @@ def trl_advantages(rewards, num_generations: int, scale_rewards: str):
     if scale_rewards != "none":
         adv = adv / (std + EPS)
     return torch.nan_to_num(adv, nan=0.0)
+
+
+def trl_advantages_normalize_then_sum(rewards_per_func, reward_weights, num_generations: int):
+    """TRL 1.16 `_generate_and_score_completions` under multi_objective_aggregation="normalize_then_sum"."""
+    import torch
+
+    from hypotrack.hooks._util import nanstd
+
+    rpf = rewards_per_func.float()
+    F = rpf.size(1)
+    grouped = rpf.view(-1, num_generations, F)
+    mean_k = torch.nanmean(grouped, dim=1, keepdim=True)
+    std_k = nanstd(grouped, dim=1, keepdim=True) if num_generations > 1 else torch.zeros_like(mean_k)
+    z = ((grouped - mean_k) / (std_k + EPS)).view(-1, F)
+    rewards = (z * reward_weights.to(rpf.device, rpf.dtype).unsqueeze(0)).nansum(dim=1)
+    rewards[torch.isnan(rpf).all(dim=1)] = float("nan")
+    std = nanstd(rewards).expand_as(rewards) if rewards.numel() > 1 else torch.zeros_like(rewards)
+    return torch.nan_to_num((rewards - torch.nanmean(rewards)) / (std + EPS), nan=0.0)
+
+
+def _per_function_tie_stats(rpf, weights, G: int, threshold: float):
+    """normalize_then_sum: (std per (group, function), near-tied mask, max |advantage| from near-tied pairs)."""
+    import torch
+
+    from hypotrack.hooks._util import nanstd
+
+    F = rpf.size(1)
+    grouped = rpf.float().view(-1, G, F)
+    std_k = torch.nan_to_num(nanstd(grouped, dim=1), nan=0.0) if G > 1 else torch.zeros(grouped.size(0), F)
+    z = torch.nan_to_num((grouped - torch.nanmean(grouped, dim=1, keepdim=True)) / (std_k.unsqueeze(1) + EPS), nan=0.0)
+    terms = z * weights.to(z.device, z.dtype).view(1, 1, F)  # (groups, G, F) weighted z-scores
+    summed = terms.sum(dim=2).reshape(-1)
+    scale = (nanstd(summed) if summed.numel() > 1 else torch.zeros(())) + EPS
+    near = std_k < threshold  # (groups, F)
+    near_terms = torch.where(near.unsqueeze(1), terms.abs(), torch.zeros(()))
+    return std_k, near, near_terms.amax() / scale
 
 
 class AdvantagesHook(DiagnosticHook):
@@ -96,14 +139,22 @@ class AdvantagesHook(DiagnosticHook):
                 "batch": torch.nan_to_num(centred / (bstd + EPS), nan=0.0),
                 "none": torch.nan_to_num(centred, nan=0.0),
             }
-            near = gstd < self.std_threshold
-            near_adv = torch.where(near.unsqueeze(1), adv_g.view(-1, G).abs(), torch.zeros((), device=adv.device))
-            vals += [gstd.min(), gstd.mean(), near.float().mean(), near_adv.max()]
+            if batch.aggregation == "normalize_then_sum":
+                rpf = batch.rewards_per_func.detach()[:n]
+                std_k, near, near_adv_max = _per_function_tie_stats(
+                    rpf, batch.reward_weights.detach(), G, self.std_threshold)
+                vals += [std_k.min(), std_k.mean(), near.float().mean(), near_adv_max]
+                expected = trl_advantages_normalize_then_sum(rpf, batch.reward_weights.detach(), G)
+            else:
+                near = gstd < self.std_threshold
+                near_adv = torch.where(near.unsqueeze(1), adv_g.view(-1, G).abs(), torch.zeros((), device=adv.device))
+                vals += [gstd.min(), gstd.mean(), near.float().mean(), near_adv.max()]
+                expected = modes[mode].reshape(-1) if mode in modes else None
             vals += [modes[m].abs().max() for m in ("group", "batch", "none")]
-            if mode in modes:
-                # The advantages the loss sees vs TRL's formula under the configured mode: non-zero means
-                # something between scoring and the loss rescaled or reordered them (or normalize_then_sum).
-                vals.append((modes[mode].reshape(-1) - adv_g).abs().max())
+            if expected is not None:
+                # The advantages the loss sees vs TRL's formula for the configured aggregation and mode:
+                # non-zero means something between scoring and the loss rescaled or reordered them.
+                vals.append((expected - adv_g).abs().max())
         res = [v if math.isfinite(v) else 0.0 for v in torch.stack(vals).tolist()]
         out = {"abs_max": res[0], "abs_mean": res[1]}
         p99 = res[2] + (res[3] - res[2]) * (pos - lo)
@@ -112,7 +163,7 @@ class AdvantagesHook(DiagnosticHook):
             out["group_std_min"], out["group_std_mean"] = res[4], res[5]
             out["near_zero_std_share"], out["near_zero_std_abs_adv_max"] = res[6], res[7]
             out["abs_max_group"], out["abs_max_batch"], out["abs_max_none"] = res[8], res[9], res[10]
-            out["recompute_max_abs_diff"] = res[11] if mode in modes else 0.0
+            out["recompute_max_abs_diff"] = res[11] if len(res) > 11 else 0.0
         else:
             out.update(group_std_min=0.0, group_std_mean=0.0, near_zero_std_share=0.0, near_zero_std_abs_adv_max=0.0,
                        abs_max_group=0.0, abs_max_batch=0.0, abs_max_none=0.0, recompute_max_abs_diff=0.0)

@@ -44,6 +44,8 @@ class RolloutBatch:
     eos_token_id: int | None
     prompts_text: list[str]
     completions_text: list[str]
+    # GRPOConfig.multi_objective_aggregation: how rewards_per_func became advantages
+    aggregation: str = "sum_then_normalize"  # | "normalize_then_sum"
     # Optional tensors, present when TRL computed them
     old_per_token_logps: "torch.Tensor | None" = None
     ref_per_token_logps: "torch.Tensor | None" = None

@@ -84,6 +84,7 @@ class HypotrackGRPOTrainer(GRPOTrainer):
             advantages=output["advantages"], rewards_per_func=scored["rewards_per_func"],
             reward_weights=self.reward_weights.detach().cpu(), reward_func_names=list(self.reward_func_names),
             num_generations=self.num_generations, scale_rewards=str(self.scale_rewards),
+            aggregation=str(self.multi_objective_aggregation),
             pad_token_id=self.processing_class.pad_token_id, eos_token_id=self.processing_class.eos_token_id,
             prompts_text=[p if isinstance(p, str) else str(p) for p in scored["prompts"]],
             completions_text=[c if isinstance(c, str) else str(c) for c in scored["completions"]],
