@@ -168,6 +168,13 @@ def resolve_arms(
     for arm in chosen_arms:
         if arm not in per_arm:
             raise HypotrackError(f"--arms: unknown arm {arm!r} (control, treatment)")
+    if "treatment" not in chosen_arms:
+        ignored = sorted(set(cli.model_dump(exclude_defaults=True)) & set(treatment_flags))
+        if ignored:
+            flags = ", ".join("--no-peft" if name == "peft" else "--" + name.replace("_", "-") for name in ignored)
+            raise HypotrackError(
+                f"{flags}: these flags change the treatment arm only, and --arms {','.join(chosen_arms)} does not run "
+                "it. To change the setup both arms share, edit the experiment file (its settings: or lora:).")
     chosen_seeds = seeds if seeds is not None else list(experiment.seeds)
     specs = []
     for arm in chosen_arms:

@@ -73,6 +73,7 @@ def test_dry_run_prints_arms_and_trains_nothing(tmp_path: Path, toy_cache: Path)
     (["--batch-size", "6", "--num-generations", "4"], "multiple of num_generations"),
     (["--dataset", "missing_module:load"], "cannot import module"),
     (["--dataset", "nobody/no-such-dataset,main,train"], "could not be found"),  # hub offline in tests
+    (["--arms", "control", "--set", "beta=0.1"], "--set: these flags change the treatment arm only"),
 ])
 def test_bad_settings_fail_before_training(tmp_path: Path, toy_cache: Path, args: list[str], expected: str) -> None:
     env = env_for(tmp_path, toy_cache)
@@ -152,3 +153,22 @@ def test_nan_loss_stops_the_arm_with_a_clear_error(tmp_path: Path, toy_cache: Pa
     assert (verdict, state) == ("inconclusive", "failed")
     statuses = {r.data.tags.get("hypotrack.arm"): r.info.status for r in mlflow_runs(tmp_path)}
     assert statuses["control"] == "FAILED"
+
+
+def test_advantages_hook_follows_trls_normalize_then_sum(tmp_path: Path, toy_cache: Path) -> None:
+    """The h01 hook recomputes the advantages TRL handed the loss; under the other aggregation it must agree."""
+    env = env_for(tmp_path, toy_cache)
+    result = cli(["run", "h01", "--arms", "treatment", *TINY, "--set", "multi_objective_aggregation=normalize_then_sum"],
+                 env, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    child = next(r for r in mlflow_runs(tmp_path) if r.data.tags.get("hypotrack.arm") == "treatment")
+    assert child.data.params["grpo.multi_objective_aggregation"] == "normalize_then_sum"
+
+    def history(key: str) -> list[float]:
+        return [m.value for m in client.get_metric_history(child.info.run_id, f"diag/advantages/{key}")]
+
+    assert max(history("abs_max")) > 0.1  # real, non-tied groups were scored
+    assert max(history("recompute_max_abs_diff")) < 1e-5
