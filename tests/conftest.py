@@ -112,3 +112,13 @@ def run_cli(cli_env: dict[str, str], tmp_path: Path):
 def registry_dump():
     """``registry_dump(path)``: every table's rows, for before/after comparisons."""
     return dump_sqlite
+
+
+@pytest.fixture(scope="session")
+def toy_cache(tmp_path_factory) -> Path:
+    """One toy-lab warm start per test session, in a private cache (never the user's)."""
+    cache = tmp_path_factory.getbasetemp() / "toy-cache"
+    env = {**os.environ, "HYPOTRACK_CACHE": str(cache)}
+    subprocess.run([sys.executable, "-c", "from hypotrack.toy.lab import ensure_model; ensure_model('arith')"],
+                   env=env, check=True, timeout=600)
+    return cache

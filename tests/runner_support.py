@@ -94,16 +94,3 @@ def alive(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[-1].split()[0] != "Z"
     except OSError:
         return False
-
-
-import pytest  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def toy_cache(tmp_path_factory) -> Path:
-    """One toy-lab warm start per test session, in a private cache (never the user's)."""
-    cache = tmp_path_factory.getbasetemp() / "toy-cache"
-    env = {**os.environ, "HYPOTRACK_CACHE": str(cache)}
-    subprocess.run([sys.executable, "-c", "from hypotrack.toy.lab import ensure_model; ensure_model('arith')"],
-                   env=env, check=True, timeout=600)
-    return cache

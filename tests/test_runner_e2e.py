@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import REPO, TINY, cli, env_for, mlflow_runs, registry_rows, toy_cache  # noqa: F401
+from runner_support import TINY, cli, env_for, mlflow_runs, registry_rows
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import alive, cli, env_for, mlflow_runs, registry_rows, start_cli, toy_cache, wait_for_step  # noqa: F401
+from runner_support import alive, cli, env_for, mlflow_runs, registry_rows, start_cli, wait_for_step
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import cli, env_for, toy_cache  # noqa: F401
+from runner_support import cli, env_for
 
 pytestmark = pytest.mark.slow
 
