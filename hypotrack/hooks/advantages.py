@@ -82,13 +82,13 @@ def _per_function_tie_stats(rpf, weights, G: int, threshold: float):
 
     F = rpf.size(1)
     grouped = rpf.float().view(-1, G, F)
-    std_k = torch.nan_to_num(nanstd(grouped, dim=1), nan=0.0) if G > 1 else torch.zeros(grouped.size(0), F)
+    std_k = torch.nan_to_num(nanstd(grouped, dim=1), nan=0.0) if G > 1 else grouped.new_zeros(grouped.size(0), F)
     z = torch.nan_to_num((grouped - torch.nanmean(grouped, dim=1, keepdim=True)) / (std_k.unsqueeze(1) + EPS), nan=0.0)
     terms = z * weights.to(z.device, z.dtype).view(1, 1, F)  # (groups, G, F) weighted z-scores
     summed = terms.sum(dim=2).reshape(-1)
-    scale = (nanstd(summed) if summed.numel() > 1 else torch.zeros(())) + EPS
+    scale = (nanstd(summed) if summed.numel() > 1 else summed.new_zeros(())) + EPS
     near = std_k < threshold  # (groups, F)
-    near_terms = torch.where(near.unsqueeze(1), terms.abs(), torch.zeros(()))
+    near_terms = torch.where(near.unsqueeze(1), terms.abs(), terms.new_zeros(()))
     return std_k, near, near_terms.amax() / scale
 
 
