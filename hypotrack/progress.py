@@ -52,6 +52,8 @@ class ProgressDisplay:
     def _line(arm) -> str:  # noqa: ANN001
         reward = "-" if arm.reward is None else f"{arm.reward:.3f}"
         extra = f"  {arm.error}" if arm.error and arm.status != "finished" else ""
+        if arm.phase and arm.status == "running":
+            extra = f"  ({arm.phase})"
         return (f"{arm.spec.arm:>9} seed {arm.spec.seed}: {arm.status:<8} step {arm.step}/{arm.spec.max_steps} "
                 f"reward {reward} elapsed {arm.elapsed:5.1f}s{extra}")
 
@@ -63,7 +65,7 @@ class ProgressDisplay:
         for arm in arms:
             table.add_row(arm.spec.arm, str(arm.spec.seed), arm.status, f"{arm.step}/{arm.spec.max_steps}",
                           "-" if arm.reward is None else f"{arm.reward:.3f}", f"{arm.elapsed:.1f}s",
-                          (arm.error or "")[:80])
+                          (arm.phase if arm.status == "running" else arm.error or "")[:80])
         return table
 
 

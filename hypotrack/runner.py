@@ -53,6 +53,7 @@ class ArmState:
     error: str = ""
     series: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     reward_errors: dict[str, int] = field(default_factory=dict)
+    phase: str = ""  # what a running arm does before its first step (e.g. building the toy model)
 
     @property
     def elapsed(self) -> float:
@@ -349,6 +350,7 @@ def _drain(arm: ArmState, tracker) -> None:  # noqa: ANN001
             arm.status = "running"
             tracker.set_tags(arm.run_id, {f"version.{k}": v for k, v in (event.get("versions") or {}).items()})
         elif kind == "config":
+            arm.phase = ""  # the trainer is built: training starts
             tracker.log_params(arm.run_id, {f"grpo.{k}": v for k, v in (event.get("grpo") or {}).items()
                                             if k in _INTERESTING_GRPO})
             tracker.log_dict(arm.run_id, event.get("grpo") or {}, "resolved/grpo_config.json")
@@ -356,7 +358,10 @@ def _drain(arm: ArmState, tracker) -> None:  # noqa: ANN001
                                           "hypotrack.dataset_rows": event.get("dataset_rows")})
         elif kind == "params":
             tracker.log_params(arm.run_id, event.get("params") or {})
+        elif kind == "phase":
+            arm.phase = str(event.get("text", ""))
         elif kind == "metrics":
+            arm.phase = ""
             step = int(event.get("step", 0))
             metrics = event.get("metrics") or {}
             tracker.log_metrics(arm.run_id, metrics, step)

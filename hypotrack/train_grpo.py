@@ -41,11 +41,11 @@ def build_config(spec: ArmSpec, out_dir: Path):
         raise HypotrackError(f"GRPOConfig rejected the settings of the {spec.arm} arm: {exc}") from None
 
 
-def build_model(spec: ArmSpec):
+def build_model(spec: ArmSpec, events: EventWriter | None = None):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = resolve_model_path(spec.model)
+    path = resolve_model_path(spec.model, events)
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
         dtype = torch.float32 if not torch.cuda.is_available() else "auto"
@@ -83,7 +83,7 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
 
         events.emit("params", params=enable_determinism(spec.seed))  # keys are already "determinism/..."
     set_seed(spec.seed)
-    model, tokenizer = build_model(spec)
+    model, tokenizer = build_model(spec, events)
     dataset = prepare_prompts(load_rows(spec.data, spec.seed, spec.experiment_dir), tokenizer, spec.data)
 
     from .trainers.grpo import HypotrackGRPOTrainer

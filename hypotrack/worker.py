@@ -68,12 +68,15 @@ def toy_task(model: str) -> str | None:
     return task
 
 
-def resolve_model_path(model: str) -> str:
+def resolve_model_path(model: str, events: EventWriter | None = None) -> str:
+    """A loadable model path; 'toy:TASK' is built into the cache on first use (the arm's progress says so)."""
     task = toy_task(model)
     if task is None:
         return model
-    from .toy.lab import ensure_model
+    from .toy.lab import ensure_model, is_built
 
+    if events is not None and not is_built(task):
+        events.emit("phase", text=f"building the {task} toy model, first run only")
     return str(ensure_model(task))
 
 

@@ -130,3 +130,23 @@ def test_datasets_are_identical_across_processes():
     outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                               env={**__import__("os").environ, "PYTHONHASHSEED": hs}).stdout for hs in ("1", "2")}
     assert len(outputs) == 1
+
+
+def test_first_use_of_a_toy_model_is_announced_to_the_runner(monkeypatch, tmp_path):
+    """A worker that has to build the warm start says so (the progress line shows it), once."""
+    import io
+    import json
+
+    from hypotrack.events import EventWriter
+    from hypotrack.worker import resolve_model_path
+
+    monkeypatch.setenv("HYPOTRACK_CACHE", str(tmp_path))
+    monkeypatch.setitem(warmstart.RECIPES, "arith", dict(warmstart.RECIPES["arith"], steps=2))
+    stream = io.StringIO()
+    events = EventWriter(stream)
+    first = resolve_model_path("toy:arith", events)
+    assert resolve_model_path("toy:arith", events) == first
+    phases = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [p["event"] for p in phases] == ["phase"]
+    assert "building the arith toy model" in phases[0]["text"]
+    assert resolve_model_path("/some/user/model", events) == "/some/user/model"

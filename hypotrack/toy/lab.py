@@ -16,6 +16,14 @@ def _check(task: str) -> None:
         raise ValueError(f"unknown toy task {task!r}; expected one of {TASKS}")
 
 
+def is_built(task: str, cache_dir: str | Path | None = None) -> bool:
+    """Whether the warm-started model for `task` is already in the cache (ensure_model returns at once)."""
+    _check(task)
+    from .warmstart import model_dir
+
+    return (model_dir(task, 0, cache_dir) / "config.json").exists()
+
+
 def ensure_model(task: str, cache_dir: str | Path | None = None) -> Path:
     """Directory of the warm-started model + tokenizer for `task`, building it if missing."""
     _check(task)
