@@ -10,6 +10,7 @@ mid-write cannot leave a run half-logged or wrongly FINISHED.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from pathlib import Path
@@ -18,6 +19,10 @@ from typing import Any
 import mlflow
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
+
+# MLflow announces at INFO that it creates or upgrades its own tables; in the middle of a run's progress
+# that reads like hypotrack output. Its warnings and errors still show.
+logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
 
 MAX_PARAM_LEN = 6000
 BATCH = 900  # MLflow accepts at most 1000 metrics per batch
