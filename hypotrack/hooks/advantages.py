@@ -56,8 +56,9 @@ def trl_advantages(rewards, num_generations: int, scale_rewards: str):
     return torch.nan_to_num(adv, nan=0.0)
 
 
-def trl_advantages_normalize_then_sum(rewards_per_func, reward_weights, num_generations: int):
-    """TRL 1.16 `_generate_and_score_completions` under multi_objective_aggregation="normalize_then_sum"."""
+def _normalize_then_sum(rewards_per_func, reward_weights, num_generations: int):
+    """TRL 1.16 `_generate_and_score_completions` under multi_objective_aggregation="normalize_then_sum",
+    with its parts: (std per (group, function), weighted z-scores (groups, G, F), batch std, advantages)."""
     import torch
 
     from hypotrack.hooks._util import nanstd
@@ -67,29 +68,17 @@ def trl_advantages_normalize_then_sum(rewards_per_func, reward_weights, num_gene
     grouped = rpf.view(-1, num_generations, F)
     mean_k = torch.nanmean(grouped, dim=1, keepdim=True)
     std_k = nanstd(grouped, dim=1, keepdim=True) if num_generations > 1 else torch.zeros_like(mean_k)
-    z = ((grouped - mean_k) / (std_k + EPS)).view(-1, F)
-    rewards = (z * reward_weights.to(rpf.device, rpf.dtype).unsqueeze(0)).nansum(dim=1)
+    terms = (grouped - mean_k) / (std_k + EPS) * reward_weights.to(rpf.device, rpf.dtype).view(1, 1, F)
+    rewards = terms.reshape(-1, F).nansum(dim=1)
     rewards[torch.isnan(rpf).all(dim=1)] = float("nan")
-    std = nanstd(rewards).expand_as(rewards) if rewards.numel() > 1 else torch.zeros_like(rewards)
-    return torch.nan_to_num((rewards - torch.nanmean(rewards)) / (std + EPS), nan=0.0)
+    std = nanstd(rewards) if rewards.numel() > 1 else rewards.new_zeros(())
+    advantages = torch.nan_to_num((rewards - torch.nanmean(rewards)) / (std + EPS), nan=0.0)
+    return std_k.squeeze(1), terms, std, advantages
 
 
-def _per_function_tie_stats(rpf, weights, G: int, threshold: float):
-    """normalize_then_sum: (std per (group, function), near-tied mask, max |advantage| from near-tied pairs)."""
-    import torch
-
-    from hypotrack.hooks._util import nanstd
-
-    F = rpf.size(1)
-    grouped = rpf.float().view(-1, G, F)
-    std_k = torch.nan_to_num(nanstd(grouped, dim=1), nan=0.0) if G > 1 else grouped.new_zeros(grouped.size(0), F)
-    z = torch.nan_to_num((grouped - torch.nanmean(grouped, dim=1, keepdim=True)) / (std_k.unsqueeze(1) + EPS), nan=0.0)
-    terms = z * weights.to(z.device, z.dtype).view(1, 1, F)  # (groups, G, F) weighted z-scores
-    summed = terms.sum(dim=2).reshape(-1)
-    scale = (nanstd(summed) if summed.numel() > 1 else summed.new_zeros(())) + EPS
-    near = std_k < threshold  # (groups, F)
-    near_terms = torch.where(near.unsqueeze(1), terms.abs(), terms.new_zeros(()))
-    return std_k, near, near_terms.amax() / scale
+def trl_advantages_normalize_then_sum(rewards_per_func, reward_weights, num_generations: int):
+    """TRL's advantages under normalize_then_sum (see `_normalize_then_sum`)."""
+    return _normalize_then_sum(rewards_per_func, reward_weights, num_generations)[-1]
 
 
 class AdvantagesHook(DiagnosticHook):
@@ -140,11 +129,14 @@ class AdvantagesHook(DiagnosticHook):
                 "none": torch.nan_to_num(centred, nan=0.0),
             }
             if batch.aggregation == "normalize_then_sum":
-                rpf = batch.rewards_per_func.detach()[:n]
-                std_k, near, near_adv_max = _per_function_tie_stats(
-                    rpf, batch.reward_weights.detach(), G, self.std_threshold)
-                vals += [std_k.min(), std_k.mean(), near.float().mean(), near_adv_max]
-                expected = trl_advantages_normalize_then_sum(rpf, batch.reward_weights.detach(), G)
+                # The tiny-std blow-up happens per (group, function) pair: a near-tied pair's largest
+                # contribution to an advantage is |w * z| / (batch std + eps).
+                std_k, terms, bstd_nts, expected = _normalize_then_sum(
+                    batch.rewards_per_func.detach()[:n], batch.reward_weights.detach(), G)
+                std_k = torch.nan_to_num(std_k, nan=0.0)
+                near = std_k < self.std_threshold
+                near_terms = torch.where(near.unsqueeze(1), torch.nan_to_num(terms.abs(), nan=0.0), terms.new_zeros(()))
+                vals += [std_k.min(), std_k.mean(), near.float().mean(), near_terms.amax() / (bstd_nts + EPS)]
             else:
                 near = gstd < self.std_threshold
                 near_adv = torch.where(near.unsqueeze(1), adv_g.view(-1, G).abs(), torch.zeros((), device=adv.device))
