@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .errors import HypotrackError
+from hypotrack.errors import HypotrackError
 
 
 def import_object(path: str, search_dir: str | Path | None = None, what: str = "function") -> Any:

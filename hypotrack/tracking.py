@@ -28,6 +28,27 @@ MAX_PARAM_LEN = 6000
 BATCH = 900  # MLflow accepts at most 1000 metrics per batch
 
 
+class Tags:
+    """The tag names hypotrack puts on MLflow runs (filter with them: tags.`hypotrack.arm` = 'control')."""
+
+    HYPOTHESIS = "hypotrack.hypothesis"
+    TEST = "hypotrack.test"
+    KIND = "hypotrack.kind"  # test (the parent run), arm, selftest
+    ARM = "hypotrack.arm"
+    SEED = "hypotrack.seed"
+    PLANT = "hypotrack.plant"
+    VERDICT = "hypotrack.verdict"
+    CONFIDENCE = "hypotrack.confidence"
+    ERROR = "hypotrack.error"
+    WARNINGS = "hypotrack.warnings"
+    REWARD_ERRORS = "hypotrack.reward_errors"
+    SAMPLES_ERROR = "hypotrack.samples_error"
+    TRAINABLE_PARAMETERS = "hypotrack.trainable_parameters"
+    DATASET_ROWS = "hypotrack.dataset_rows"
+    NOTE = "mlflow.note.content"  # MLflow's run description
+    PARENT = "mlflow.parentRunId"
+
+
 class Tracker:
     def __init__(self, tracking_uri: str | None = None):
         if tracking_uri:
@@ -46,7 +67,7 @@ class Tracker:
     def create_run(self, experiment_id: str, name: str, tags: dict[str, str], parent_id: str | None = None) -> str:
         tags = dict(tags)
         if parent_id:
-            tags["mlflow.parentRunId"] = parent_id
+            tags[Tags.PARENT] = parent_id
         run = self.client.create_run(experiment_id, run_name=name, tags=tags)
         return run.info.run_id
 
@@ -64,10 +85,6 @@ class Tracker:
                  if isinstance(value, (int, float)) and not (isinstance(value, float) and math.isinf(value))]
         for start in range(0, len(items), BATCH):
             self.client.log_batch(run_id, metrics=items[start:start + BATCH])
-
-    def log_artifacts(self, run_id: str, directory: Path, artifact_path: str | None = None) -> None:
-        if directory.is_dir() and any(directory.iterdir()):
-            self.client.log_artifacts(run_id, str(directory), artifact_path)
 
     def log_artifact(self, run_id: str, path: Path, artifact_path: str | None = None) -> None:
         if path.exists():
@@ -99,9 +116,6 @@ class Tracker:
             return
         self.client.set_terminated(run_id, status=status)
 
-    def run_url(self, run_id: str, experiment_id: str, ui_base: str = "http://127.0.0.1:5000") -> str:
-        return f"{ui_base}/#/experiments/{experiment_id}/runs/{run_id}"
-
 
 def _param(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True)
@@ -110,7 +124,8 @@ def _param(value: Any) -> str:
 
 def close_orphaned_runs(registry, tracker: Tracker | None = None) -> int:  # noqa: ANN001
     """End the MLflow runs of test runs the registry already reconciled as killed/failed."""
-    from .registry.store import mark_mlflow_closed, runs_needing_mlflow_close
+    from hypotrack.registry.queries import runs_needing_mlflow_close
+    from hypotrack.registry.store import mark_mlflow_closed
 
     closed = 0
     for run in runs_needing_mlflow_close(registry):

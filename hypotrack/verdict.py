@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from .spec.models import AnyOf, Criterion, Hypothesis
+from hypotrack.spec.models import AnyOf, Criterion, Hypothesis
 
 # arm -> seed -> metric -> [(step, value)]
 Series = dict[str, dict[int, dict[str, list[tuple[int, float]]]]]

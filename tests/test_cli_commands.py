@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from hypotrack.registry import open_registry
-from hypotrack.registry import store
+from hypotrack.registry import queries, store
 
 SEED = ["h01", "h02", "h03", "h04", "h05", "h06"]
 
@@ -129,7 +129,7 @@ def test_reconcile_dead_and_alive_runs(run_cli, registry_url):
                             .values(pid=finished.pid, pid_start=dead_start))
             session.execute(update(TestRun).where(TestRun.id == alive_run.id)
                             .values(pid=sleeper.pid, pid_start=process_start(sleeper.pid)))
-        assert store.get_status(registry, "h04") == "testing"
+        assert queries.get_status(registry, "h04") == "testing"
 
         result = run_cli("status", "--json")
         ok(result)
@@ -139,8 +139,8 @@ def test_reconcile_dead_and_alive_runs(run_cli, registry_url):
         rows = {r["id"]: r for r in json.loads(result.stdout)}
         assert rows["h04"]["status"] == "inconclusive" and rows["h04"]["confidence"] == 0.3
         assert rows["h05"]["status"] == "testing"
-        assert store.get_test_run(registry, dead_run.id).state == "killed"
-        assert store.get_test_run(registry, alive_run.id).state == "running"
+        assert queries.get_test_run(registry, dead_run.id).state == "killed"
+        assert queries.get_test_run(registry, alive_run.id).state == "running"
         # reported once: the next command has nothing left to reconcile
         assert "had died" not in run_cli("next").stderr
     finally:
@@ -149,7 +149,7 @@ def test_reconcile_dead_and_alive_runs(run_cli, registry_url):
     # once the alive one dies too, the next command reconciles it
     result = run_cli("log", "--json")
     assert f"test run {alive_run.id} of h05" in result.stderr and "back to pending" in result.stderr
-    assert store.get_status(registry, "h05") == "pending"
+    assert queries.get_status(registry, "h05") == "pending"
     registry.dispose()
 
 

@@ -49,7 +49,7 @@ def test_status_and_help_import_nothing_heavy(cli_env, registry_url):
     assert "sqlalchemy" in status  # the probe really ran the command
     assert not status & set(HEAVY), status & set(HEAVY)
     assert "alembic" not in status
-    # Once the validated catalog is cached, status parses no YAML and builds no pydantic model.
+    # Once the validated summaries are cached, status parses no YAML and builds no pydantic model.
     assert not loaded_modules(cli_env, "status") & {"pydantic", "yaml", "alembic"}
     help_ = loaded_modules(cli_env, "--help")
     assert not help_ & {*HEAVY, "alembic"}, help_ & {*HEAVY, "alembic"}

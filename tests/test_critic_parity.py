@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from hypotrack.critic.catalog import CRITIC_METRICS, STEP_METRICS  # noqa: E402
+from hypotrack.critic.manifest import CRITIC_METRICS, STEP_METRICS  # noqa: E402
 from hypotrack.critic.settings import CriticSettings  # noqa: E402
 
 CHARS = list("0123456789+= abcdefghijklmnopqrstuvwxyz")

@@ -8,7 +8,7 @@ import sys
 import pytest
 from pydantic import ValidationError
 
-from hypotrack.critic.catalog import CRITIC_METRICS, FINAL_METRICS, STEP_METRICS
+from hypotrack.critic.manifest import CRITIC_METRICS, FINAL_METRICS, STEP_METRICS
 from hypotrack.critic.settings import CriticSettings, resolve_controls
 
 
@@ -71,6 +71,6 @@ def test_catalog_names_are_explicit_and_unique():
 
 
 def test_light_modules_do_not_import_torch():
-    code = ("import sys, hypotrack.critic, hypotrack.critic.settings, hypotrack.critic.catalog; "
+    code = ("import sys, hypotrack.critic, hypotrack.critic.settings, hypotrack.critic.manifest; "
             "sys.exit(1 if 'torch' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -3,10 +3,19 @@ import math
 import pytest
 import torch
 
-from hypotrack.hooks.advantages import AdvantagesHook, trl_advantages, trl_advantages_normalize_then_sum
+from hypotrack.grpo_math import group_advantages, normalize_then_sum
+from hypotrack.hooks.advantages import AdvantagesHook
 from hypotrack.hooks.base import RolloutBatch
 
 torch.set_num_threads(1)
+
+
+def trl_advantages(rewards, G, scale):
+    return group_advantages(rewards, G, scale)[0]
+
+
+def trl_advantages_normalize_then_sum(rpf, w, G):
+    return normalize_then_sum(rpf, w, G).advantages
 
 
 def batch_for(rewards, G, scale="group", weights=None, aggregation="sum_then_normalize"):

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from hypotrack.hooks._util import completion_logps
+from hypotrack.hooks._util import completion_logps  # grpo_math.completion_logps without gradients
 from hypotrack.hooks.base import LossParts, StepContext
 from hypotrack.hooks.kl import KLHook
 

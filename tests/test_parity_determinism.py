@@ -6,12 +6,12 @@ import sys
 
 import pytest
 
-from hypotrack.parity.catalog import PARITY_METRICS
+from hypotrack.parity.manifest import PARITY_METRICS
 from hypotrack.parity.settings import ParitySettings
 
 
-def test_settings_and_catalog_do_not_import_torch():
-    code = ("import sys, hypotrack.parity, hypotrack.parity.settings, hypotrack.parity.catalog, "
+def test_settings_and_manifest_do_not_import_torch():
+    code = ("import sys, hypotrack.parity, hypotrack.parity.settings, hypotrack.parity.manifest, "
             "hypotrack.parity.cli; assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
 from hypotrack.parity.common import build_tiny_model  # noqa: E402
-from hypotrack.parity.reference_loss import SUPPORTED_LOSS_TYPES, group_advantages  # noqa: E402
+from hypotrack.grpo_math import REFERENCE_LOSS_TYPES, group_advantages  # noqa: E402
 
 TOL = 1e-6
 
@@ -24,7 +24,7 @@ def tiny_model(tmp_path_factory):
 def parity_result(tiny_model):
     from hypotrack.parity.loss import run_loss_parity
 
-    return run_loss_parity(tiny_model, loss_types=SUPPORTED_LOSS_TYPES, betas=(0.0, 0.04), tolerance=TOL, seed=0)
+    return run_loss_parity(tiny_model, loss_types=REFERENCE_LOSS_TYPES, betas=(0.0, 0.04), tolerance=TOL, seed=0)
 
 
 def test_group_advantages_match_trl_formula():
@@ -42,7 +42,7 @@ def test_group_advantages_match_trl_formula():
 
 def test_every_loss_type_matches_trl_with_and_without_kl(parity_result):
     exact = parity_result.exact_rows
-    assert {(r.loss_type, r.beta) for r in exact} == {(lt, b) for lt in SUPPORTED_LOSS_TYPES for b in (0.0, 0.04)}
+    assert {(r.loss_type, r.beta) for r in exact} == {(lt, b) for lt in REFERENCE_LOSS_TYPES for b in (0.0, 0.04)}
     for r in exact:
         assert r.passed, r
         assert r.loss_abs_diff <= TOL, (r.loss_type, r.beta, r.loss_abs_diff)
@@ -74,7 +74,7 @@ def test_seed004_variants_differ(parity_result):
 def test_reconfigured_trainer_equals_fresh_trainer(tiny_model):
     """configure_trainer() on one trainer gives the same loss as a trainer built with those settings."""
     from hypotrack.parity.loss import build_trainer, configure_trainer, make_batch
-    from hypotrack.parity.reference_loss import GRPOLossConfig
+    from hypotrack.grpo_math import GRPOLossConfig
 
     base = build_trainer(tiny_model, seed=0)
     fresh = build_trainer(tiny_model, seed=0, loss_type="bnpo", beta=0.04, epsilon_high=0.2)

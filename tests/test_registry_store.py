@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import func, select
 
 from hypotrack.registry import RegistryError, open_registry
-from hypotrack.registry import store
+from hypotrack.registry import queries, store
 from hypotrack.registry.models import Note, StatusChange
 
 WRITER = textwrap.dedent("""
@@ -51,10 +51,10 @@ def test_eight_processes_thousand_writes(registry_url, tmp_path):
     assert changes == 8 * 63 and notes == 8 * 62 and per_worker == {f"w{w}": 62 for w in range(8)}
     # the history chains: every change starts where the previous one of that hypothesis ended
     for hyp in ("h01", "h02", "h03", "h04", "h05", "h06"):
-        chain = store.history(registry, hyp)
+        chain = queries.history(registry, hyp)
         assert chain[0].from_status == "pending"
         assert all(a.to_status == b.from_status for a, b in zip(chain, chain[1:]))
-        assert store.get_status(registry, hyp) == chain[-1].to_status
+        assert queries.get_status(registry, hyp) == chain[-1].to_status
     registry.dispose()
 
 
@@ -62,7 +62,7 @@ def test_set_status_rejects_unknown_status(registry_url):
     registry = open_registry(registry_url)
     with pytest.raises(store.UnknownStatus):
         store.set_status(registry, "h01", "proven")
-    assert store.history(registry, "h01") == []
+    assert queries.history(registry, "h01") == []
 
 
 def test_finish_keeps_hand_marks_and_parallel_runs(registry_url):
@@ -70,10 +70,10 @@ def test_finish_keeps_hand_marks_and_parallel_runs(registry_url):
     a = store.start_test_run(registry, "h01", experiment="e", arms=["treatment"], seeds=[0], config_hash="1")
     b = store.start_test_run(registry, "h01", experiment="e", arms=["treatment"], seeds=[1], config_hash="2")
     store.finish_test_run(registry, a.id, state="failed", error="oom")
-    assert store.get_status(registry, "h01") == "testing"  # b still runs
+    assert queries.get_status(registry, "h01") == "testing"  # b still runs
     store.set_status(registry, "h01", "partial", reason="by hand")
     store.finish_test_run(registry, b.id, state="finished", verdict="validated", confidence=0.9)
-    assert store.get_status(registry, "h01") == "partial"  # the hand mark stands
+    assert queries.get_status(registry, "h01") == "partial"  # the hand mark stands
     with pytest.raises(ValueError):
         store.finish_test_run(registry, b.id, state="running")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hypotrack.spec import Project, SpecError, load_catalog
+from hypotrack.spec import Project, SpecError, load_library
 from hypotrack.spec.models import Hypothesis
 from hypotrack.spec.settings_check import check_setting, coerce_cli_value
 from hypotrack.spec.yamlio import read_yaml
@@ -27,7 +27,7 @@ def edit(root: Path, rel: str, old: str, new: str) -> None:
 
 
 def load(root: Path, paths=None):
-    return load_catalog(Project(root), paths)
+    return load_library(Project(root), paths)
 
 
 def line_of(root: Path, rel: str, needle: str) -> int:
@@ -44,10 +44,10 @@ def only(problems, fragment: str):
 
 
 def test_shipped_files_load_cleanly(shipped_project_dir):
-    catalog = load(shipped_project_dir)
-    assert catalog.problems == []
-    assert {"h01", "h02", "h03", "h04", "h05", "h06"} <= set(catalog.hypotheses)
-    assert "toy_arith" in catalog.experiments
+    library = load(shipped_project_dir)
+    assert library.problems == []
+    assert {"h01", "h02", "h03", "h04", "h05", "h06"} <= set(library.hypotheses)
+    assert "toy_arith" in library.experiments
 
 
 def test_every_problem_reported_at_once_with_file_line_key(project_dir):
@@ -55,23 +55,23 @@ def test_every_problem_reported_at_once_with_file_line_key(project_dir):
     edit(project_dir, H06, "priority: high", "priority: urgent")
     edit(project_dir, H01, "prerequisites: [h06]", "prerequisites: [h42]")
     edit(project_dir, TOY, "learning_rate: 5e-4", "learning_rat: 5e-4")
-    catalog = load(project_dir)
-    assert len(catalog.problems) >= 4
-    for problem in catalog.problems:
+    library = load(project_dir)
+    assert len(library.problems) >= 4
+    for problem in library.problems:
         assert PROBLEM_RE.match(str(problem)), str(problem)
-    titel = only(catalog.problems, "titel")
+    titel = only(library.problems, "titel")
     assert (titel.line, titel.key, titel.message) == (line_of(project_dir, H06, "titel:"), "titel", "unknown key")
-    prio = only(catalog.problems, "priority")
+    prio = only(library.problems, "priority")
     assert prio.line == line_of(project_dir, H06, "priority: urgent") and "high" in prio.message
-    pre = only(catalog.problems, "h42")
+    pre = only(library.problems, "h42")
     assert pre.key == "prerequisites[0]" and pre.line == line_of(project_dir, H01, "prerequisites:")
     assert pre.path.name == Path(H01).name
-    lr = only(catalog.problems, "learning_rat")
+    lr = only(library.problems, "learning_rat")
     assert lr.key == "settings.learning_rat" and "did you mean 'learning_rate'" in lr.message
     assert lr.line == line_of(project_dir, TOY, "learning_rat:")
     with pytest.raises(SpecError) as info:
-        catalog.raise_if_problems()
-    assert len(str(info.value).splitlines()) == len(catalog.problems)
+        library.raise_if_problems()
+    assert len(str(info.value).splitlines()) == len(library.problems)
 
 
 def test_unknown_nested_key_points_at_its_line(project_dir):
@@ -142,12 +142,12 @@ def test_hook_settings_checked(project_dir):
 
 def test_malformed_yaml_names_the_line(project_dir):
     edit(project_dir, H06, "hooks: [lora_sync, weights]", "hooks: [lora_sync, weights")
-    catalog = load(project_dir)
-    problem = only(catalog.problems, "invalid YAML")
+    library = load(project_dir)
+    problem = only(library.problems, "invalid YAML")
     assert problem.path.name == Path(H06).name and problem.key == "(document)"
     assert problem.line >= line_of(project_dir, H06, "hooks: [lora_sync")
     # the other files are still checked (and h01 is then missing its prerequisite h06)
-    assert "h01" in catalog.hypotheses
+    assert "h01" in library.hypotheses
 
 
 def test_unknown_experiment_and_bad_settings(project_dir):
@@ -174,10 +174,10 @@ def test_learning_rate_1e_5_is_a_float(project_dir):
     assert coerce_cli_value("1e-5") == 1e-5 and isinstance(coerce_cli_value("1e-5"), float)
     edit(project_dir, TOY, "learning_rate: 5e-4", "learning_rate: 1e-5")
     edit(project_dir, H06, "  learning_rate: 1.0e-4", "  learning_rate: 1e-5")
-    catalog = load(project_dir)
-    assert catalog.problems == []
-    assert catalog.experiments["toy_arith"].settings["learning_rate"] == 1e-5
-    assert isinstance(catalog.hypotheses["h06"].treatment.learning_rate, float)
+    library = load(project_dir)
+    assert library.problems == []
+    assert library.experiments["toy_arith"].settings["learning_rate"] == 1e-5
+    assert isinstance(library.hypotheses["h06"].treatment.learning_rate, float)
 
 
 def test_yaml_is_read_safely(project_dir):
@@ -187,13 +187,13 @@ def test_yaml_is_read_safely(project_dir):
 
 
 def test_validate_single_file_skips_prerequisites_elsewhere(project_dir):
-    catalog = load(project_dir, [project_dir / H01])
-    assert catalog.problems == [] and list(catalog.hypotheses) == ["h01"]
+    library = load(project_dir, [project_dir / H01])
+    assert library.problems == [] and list(library.hypotheses) == ["h01"]
 
 
 def test_missing_hypotheses_folder(tmp_path):
-    catalog = load(tmp_path)
-    assert any("no hypotheses folder" in p.message for p in catalog.problems)
+    library = load(tmp_path)
+    assert any("no hypotheses folder" in p.message for p in library.problems)
 
 
 def test_criteria_any_group_and_arms_needed():

@@ -137,16 +137,20 @@ def test_first_use_of_a_toy_model_is_announced_to_the_runner(monkeypatch, tmp_pa
     import io
     import json
 
-    from hypotrack.events import EventWriter
-    from hypotrack.worker import resolve_model_path
+    from hypotrack.protocol import Event, EventWriter
+    from hypotrack.toy.lab import resolve_model
 
     monkeypatch.setenv("HYPOTRACK_CACHE", str(tmp_path))
     monkeypatch.setitem(warmstart.RECIPES, "arith", dict(warmstart.RECIPES["arith"], steps=2))
     stream = io.StringIO()
     events = EventWriter(stream)
-    first = resolve_model_path("toy:arith", events)
-    assert resolve_model_path("toy:arith", events) == first
+
+    def building(text):
+        events.emit(Event.PHASE, text=text)
+
+    first = resolve_model("toy:arith", building)
+    assert resolve_model("toy:arith", building) == first
     phases = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert [p["event"] for p in phases] == ["phase"]
     assert "building the arith toy model" in phases[0]["text"]
-    assert resolve_model_path("/some/user/model", events) == "/some/user/model"
+    assert resolve_model("/some/user/model", building) == "/some/user/model"

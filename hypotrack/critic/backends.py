@@ -19,7 +19,7 @@ import math
 import torch
 from torch import nn
 
-# The seed's backend names, in catalog order.
+# The seed's backend names, in manifest order.
 VALUE_HEAD = "value_head"
 TOKEN_CLS = "token_cls"
 

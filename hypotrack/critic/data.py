@@ -11,13 +11,14 @@ Seeds (seed hierarchy): everything here uses the data seed, which inherits the m
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import torch
+
+from hypotrack.imports import import_object
 
 
 @contextlib.contextmanager
@@ -37,21 +38,6 @@ def quiet_transformers():
             hf_logging.enable_progress_bar()
 
 
-def import_path(path: str) -> Any:
-    """"pkg.module:attr" -> the object, with an error that says how to fix a bad path."""
-    if not isinstance(path, str) or ":" not in path:
-        raise ValueError(f'import path {path!r} must look like "pkg.module:function"')
-    mod_name, _, attr = path.partition(":")
-    try:
-        mod = importlib.import_module(mod_name)
-    except ImportError as e:
-        raise ValueError(f"cannot import module {mod_name!r} from {path!r}: {e}") from None
-    try:
-        return getattr(mod, attr)
-    except AttributeError:
-        raise ValueError(f"module {mod_name!r} has no attribute {attr!r} (from {path!r})") from None
-
-
 @dataclass
 class CriticTask:
     """Prompts, their extra columns (passed to reward functions) and the reward functions."""
@@ -60,15 +46,11 @@ class CriticTask:
     columns: dict[str, list] = field(default_factory=dict)
     reward_funcs: list[Callable] = field(default_factory=list)
 
-    @property
-    def reward_names(self) -> list[str]:
-        return [getattr(f, "__name__", type(f).__name__) for f in self.reward_funcs]
-
 
 def load_task(settings, n: int, data_seed: int) -> CriticTask:
     """Resolve settings.dataset / task and settings.reward_funcs into a CriticTask with n prompts."""
     if settings.dataset:
-        loader = import_path(settings.dataset)
+        loader = import_object(settings.dataset, what="critic dataset loader")
         params = inspect.signature(loader).parameters
         kw = {k: v for k, v in (("n", n), ("seed", data_seed)) if k in params}
         ds = loader(**kw)
@@ -84,19 +66,11 @@ def load_task(settings, n: int, data_seed: int) -> CriticTask:
         from hypotrack.toy.lab import reward_functions
 
         paths = reward_functions(settings.task)
-    funcs = [import_path(p) for p in paths]
+    funcs = [import_object(p, what="reward function") for p in paths]
     rows = min(len(ds), n)
     idx = [i % len(ds) for i in range(n)] if rows < n else list(range(n))  # cycle a small dataset
     cols = {c: [ds[c][i] for i in idx] for c in ds.column_names}
     return CriticTask(prompts=cols.pop("prompt"), columns=cols, reward_funcs=funcs)
-
-
-def subset(task: CriticTask, start: int, stop: int) -> CriticTask:
-    return CriticTask(
-        prompts=task.prompts[start:stop],
-        columns={k: v[start:stop] for k, v in task.columns.items()},
-        reward_funcs=task.reward_funcs,
-    )
 
 
 @dataclass

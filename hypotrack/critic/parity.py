@@ -12,7 +12,7 @@ import math
 import warnings
 from dataclasses import asdict, dataclass, field
 
-from .catalog import BACKEND_NAMES, DATA_KINDS, parity_key
+from .manifest import BACKEND_NAMES, DATA_KINDS, parity_key
 
 # ------------------------------------------------------------------------------------------------
 # metrics
@@ -44,7 +44,7 @@ def _corr(fn, a, b) -> float:
 
 
 def parity_metrics(a, b, threshold: float = 0.1) -> dict[str, float]:
-    """Parity of two value arrays (same tokens), keyed by the catalog's PARITY_METRICS names.
+    """Parity of two value arrays (same tokens), keyed by the manifest's PARITY_METRICS names.
     a = value_head, b = token_cls."""
     import numpy as np
     from scipy import stats
@@ -68,7 +68,7 @@ def parity_metrics(a, b, threshold: float = 0.1) -> dict[str, float]:
 
 
 def measure(critics: dict, datasets: dict, threshold: float, phase: str | None = None, train_mode=False):
-    """Parity metrics of critics {name: critic} on datasets {kind: SequenceData}, as catalog keys."""
+    """Parity metrics of critics {name: critic} on datasets {kind: SequenceData}, as manifest keys."""
     import contextlib
 
     import torch
@@ -151,14 +151,6 @@ def render_table(m: dict, console=None, backends: tuple[str, str] = BACKEND_NAME
 
 # ------------------------------------------------------------------------------------------------
 # interpretation
-
-# The environment variable that names each control, for messages and for `Interpretation.causes`.
-CONTROL_ENV = {
-    "value_head_init": "VALUE_HEAD_INIT",
-    "dropout_prob": "CRITIC_DROPOUT_PROB",
-    "data_shuffle": "CRITIC_DATA_SHUFFLE",
-}
-
 
 @dataclass
 class Interpretation:

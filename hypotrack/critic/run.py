@@ -3,7 +3,7 @@
 Called by the runner (one worker process per run) as
     run_critic_parity(settings, model_path, seed, log_metrics, artifact_dir)
 Step t in the logs is the state after t updates of both critics; every logged step carries exactly
-`catalog.STEP_METRICS`, so MLflow plots `critic/value_head/loss` and `critic/token_cls/loss` on the
+`manifest.STEP_METRICS`, so MLflow plots `critic/value_head/loss` and `critic/token_cls/loss` on the
 same steps. Artifacts: critic_parity_table.md, critic_parity.json, critic_interpretation.txt.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable, Mapping
 
-from .catalog import BACKEND_NAMES, CRITIC_METRICS, STEP_METRICS
+from .manifest import BACKEND_NAMES, CRITIC_METRICS, STEP_METRICS
 from .settings import CriticSettings, resolve_controls
 
 
@@ -31,7 +31,7 @@ def run_critic_parity(
     task=None,
     console=None,
 ) -> dict[str, float]:
-    """Train both critics for settings.steps and return the final metrics (catalog.CRITIC_METRICS).
+    """Train both critics for settings.steps and return the final metrics (manifest.CRITIC_METRICS).
 
     log_params, when given, receives the resolved controls (`resolve_controls`) before training.
     task: an optional `data.CriticTask` (prompts, columns, reward callables) instead of settings.task /
@@ -94,7 +94,7 @@ def run_critic_parity(
             step_metrics = {f"critic/{name}/loss": losses[name] for name in BACKEND_NAMES}
             step_metrics["critic/parity/loss_abs_diff"] = abs(losses["value_head"] - losses["token_cls"])
             step_metrics.update(measure(critics, evals, thr, train_mode=tm))
-            assert list(step_metrics) == STEP_METRICS, "step metrics drifted from the catalog"
+            assert list(step_metrics) == STEP_METRICS, "step metrics drifted from the manifest"
             log_metrics(step_metrics, t)
             last_step = step_metrics
         if t == 0:
@@ -131,7 +131,7 @@ def run_critic_parity(
     final.update(last_step)
     final["critic/wall_s"] = time.perf_counter() - t0
     missing = set(CRITIC_METRICS) - set(final)
-    assert not missing, f"metrics missing from the catalog's promise: {sorted(missing)}"
+    assert not missing, f"metrics missing from the manifest: {sorted(missing)}"
     final = {k: float(final[k]) for k in CRITIC_METRICS}
 
     # --- artifacts ---------------------------------------------------------------------------

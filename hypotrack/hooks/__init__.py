@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from hypotrack.hooks.catalog import HOOK_DESCRIPTIONS, HOOK_METRICS, HOOK_SETTING_DEFAULTS, HOOK_SETTINGS
+from hypotrack.hooks.manifest import HOOK_DESCRIPTIONS, HOOK_METRICS, HOOK_SETTING_DEFAULTS, HOOK_SETTINGS
 
 if TYPE_CHECKING:
     from hypotrack.hooks.base import DiagnosticHook

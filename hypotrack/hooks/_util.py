@@ -26,18 +26,6 @@ def masked_max(x: torch.Tensor, mask: torch.Tensor) -> float:
     return f(x[m].max()) if m.any() else 0.0
 
 
-def nanstd(t: torch.Tensor, dim: int | None = None, keepdim: bool = False) -> torch.Tensor:
-    """TRL's `nanstd` (Bessel-corrected, NaN-aware), copied so the hooks do not depend on trl internals."""
-    mean = torch.nanmean(t, dim=dim, keepdim=True)
-    var = torch.nanmean((t - mean) ** 2, dim=dim, keepdim=True)
-    count = torch.sum(~torch.isnan(t), dim=dim, keepdim=True)
-    corr = torch.where(count > 1, count / (count - 1), torch.full_like(var, float("nan")))
-    std = torch.sqrt(var * corr)
-    if keepdim:
-        return std
-    return std.squeeze(dim) if dim is not None else std.reshape(())
-
-
 def layer_of(name: str) -> str:
     """'layer_<i>' for parameters inside a numbered block, 'embed' for embeddings/lm head, else 'other'."""
     m = _LAYER_RE.search(name)
@@ -69,29 +57,12 @@ def is_peft(model: Any) -> bool:
 
 
 @torch.no_grad()
-def completion_logps(
-    model: Any,
-    prompt_ids: torch.Tensor,
-    prompt_mask: torch.Tensor,
-    completion_ids: torch.Tensor,
-    completion_mask: torch.Tensor,
-    trainer: Any = None,
-    temperature: float = 1.0,
-) -> torch.Tensor:
-    """Per-token logprobs of the completion tokens, the way TRL computes them.
+def completion_logps(model: Any, prompt_ids: torch.Tensor, prompt_mask: torch.Tensor, completion_ids: torch.Tensor,
+                     completion_mask: torch.Tensor, trainer: Any = None, temperature: float = 1.0) -> torch.Tensor:
+    """`grpo_math.completion_logps` without gradients: the hooks only read logprobs."""
+    from hypotrack.grpo_math import completion_logps as logps
 
-    Uses the trainer's own `_get_per_token_logps_and_entropies` when a trainer is given (same temperature,
-    same fused head, same numerics as the values being checked); otherwise a plain forward with
-    logits / temperature.
-    """
-    input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
-    attn = torch.cat([prompt_mask, completion_mask], dim=1)
-    k = completion_ids.size(1)
-    if trainer is not None and hasattr(trainer, "_get_per_token_logps_and_entropies"):
-        logps, _, _ = trainer._get_per_token_logps_and_entropies(model, input_ids, attn, k)
-        return logps.float()
-    logits = model(input_ids=input_ids, attention_mask=attn).logits[:, -k - 1 : -1, :].float() / temperature
-    return torch.log_softmax(logits, dim=-1).gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)
+    return logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature, trainer)
 
 
 class eval_mode:

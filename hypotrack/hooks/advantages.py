@@ -23,63 +23,6 @@ from typing import Any
 
 from hypotrack.hooks.base import DiagnosticHook, RolloutBatch
 
-EPS = 1e-4  # TRL's epsilon in advantages / (std + 1e-4)
-
-
-def trl_rewards(rewards_per_func, reward_weights):
-    """TRL's scalar reward per completion: weighted nansum, NaN for rows where every function gave None."""
-    import torch
-
-    rpf = rewards_per_func.float()
-    rewards = (rpf * reward_weights.to(rpf.device, rpf.dtype).unsqueeze(0)).nansum(dim=1)
-    rewards[torch.isnan(rpf).all(dim=1)] = float("nan")
-    return rewards
-
-
-def trl_advantages(rewards, num_generations: int, scale_rewards: str):
-    """TRL 1.16 `_generate_and_score_completions` (sum_then_normalize), exactly, for one mode."""
-    import torch
-
-    from hypotrack.hooks._util import nanstd
-
-    g = rewards.view(-1, num_generations)
-    mean = torch.nanmean(g, dim=1).repeat_interleave(num_generations)
-    if scale_rewards in ("group", "none"):
-        std = nanstd(g, dim=1).repeat_interleave(num_generations) if num_generations > 1 else torch.zeros_like(rewards)
-    elif scale_rewards == "batch":
-        std = nanstd(rewards).expand_as(rewards) if rewards.numel() > 1 else torch.zeros_like(rewards)
-    else:
-        raise ValueError(f"scale_rewards must be 'group', 'batch' or 'none', got {scale_rewards!r}")
-    adv = rewards - mean
-    if scale_rewards != "none":
-        adv = adv / (std + EPS)
-    return torch.nan_to_num(adv, nan=0.0)
-
-
-def _normalize_then_sum(rewards_per_func, reward_weights, num_generations: int):
-    """TRL 1.16 `_generate_and_score_completions` under multi_objective_aggregation="normalize_then_sum",
-    with its parts: (std per (group, function), weighted z-scores (groups, G, F), batch std, advantages)."""
-    import torch
-
-    from hypotrack.hooks._util import nanstd
-
-    rpf = rewards_per_func.float()
-    F = rpf.size(1)
-    grouped = rpf.view(-1, num_generations, F)
-    mean_k = torch.nanmean(grouped, dim=1, keepdim=True)
-    std_k = nanstd(grouped, dim=1, keepdim=True) if num_generations > 1 else torch.zeros_like(mean_k)
-    terms = (grouped - mean_k) / (std_k + EPS) * reward_weights.to(rpf.device, rpf.dtype).view(1, 1, F)
-    rewards = terms.reshape(-1, F).nansum(dim=1)
-    rewards[torch.isnan(rpf).all(dim=1)] = float("nan")
-    std = nanstd(rewards) if rewards.numel() > 1 else rewards.new_zeros(())
-    advantages = torch.nan_to_num((rewards - torch.nanmean(rewards)) / (std + EPS), nan=0.0)
-    return std_k.squeeze(1), terms, std, advantages
-
-
-def trl_advantages_normalize_then_sum(rewards_per_func, reward_weights, num_generations: int):
-    """TRL's advantages under normalize_then_sum (see `_normalize_then_sum`)."""
-    return _normalize_then_sum(rewards_per_func, reward_weights, num_generations)[-1]
-
 
 class AdvantagesHook(DiagnosticHook):
     name = "advantages"
@@ -95,7 +38,8 @@ class AdvantagesHook(DiagnosticHook):
 
         import torch
 
-        from hypotrack.hooks._util import nanstd
+        from hypotrack.grpo_math import ADV_EPS as EPS
+        from hypotrack.grpo_math import advantages_by_mode, combined_rewards, normalize_then_sum
 
         G = int(batch.num_generations)
         adv = batch.advantages.detach().float().reshape(-1)
@@ -107,32 +51,18 @@ class AdvantagesHook(DiagnosticHook):
         lo = int(math.floor(pos))
         hi = min(lo + 1, N - 1)
         vals = [srt[-1], a.mean(), srt[lo], srt[hi]]
-        rewards = trl_rewards(batch.rewards_per_func.detach(), batch.reward_weights.detach())
+        rewards = combined_rewards(batch.rewards_per_func.detach(), batch.reward_weights.detach())
         n = (rewards.numel() // G) * G  # whole groups only
         rewards, adv_g = rewards[:n], adv[:n]
         mode = batch.scale_rewards
         if n:
-            g = rewards.view(-1, G)
-            mean = torch.nanmean(g, dim=1, keepdim=True)  # == trl_advantages' repeat_interleave'd group mean
-            centred = g - mean
-            if G > 1:
-                std = nanstd(g, dim=1)
-                gstd = torch.nan_to_num(std, nan=0.0)
-                grp = torch.nan_to_num(centred / (std.unsqueeze(1) + EPS), nan=0.0)
-            else:
-                gstd = torch.zeros(n, device=g.device)
-                grp = torch.nan_to_num(centred / EPS, nan=0.0)
-            bstd = nanstd(rewards) if rewards.numel() > 1 else torch.zeros((), device=g.device)
-            modes = {
-                "group": grp,
-                "batch": torch.nan_to_num(centred / (bstd + EPS), nan=0.0),
-                "none": torch.nan_to_num(centred, nan=0.0),
-            }
+            modes, std, _ = advantages_by_mode(rewards, G)
+            gstd = torch.nan_to_num(std, nan=0.0)
             if batch.aggregation == "normalize_then_sum":
                 # The tiny-std blow-up happens per (group, function) pair: a near-tied pair's largest
                 # contribution to an advantage is |w * z| / (batch std + eps).
-                std_k, terms, bstd_nts, expected = _normalize_then_sum(
-                    batch.rewards_per_func.detach()[:n], batch.reward_weights.detach(), G)
+                parts = normalize_then_sum(batch.rewards_per_func.detach()[:n], batch.reward_weights.detach(), G)
+                std_k, terms, bstd_nts, expected = parts.function_std, parts.terms, parts.batch_std, parts.advantages
                 std_k = torch.nan_to_num(std_k, nan=0.0)
                 near = std_k < self.std_threshold
                 near_terms = torch.where(near.unsqueeze(1), torch.nan_to_num(terms.abs(), nan=0.0), terms.new_zeros(()))

@@ -34,43 +34,26 @@ from typing import Any
 
 from hypotrack.hooks.base import DiagnosticHook, LossParts, StepContext
 
-K_KEYS = ("k1_mean", "k1_max", "k2_mean", "k2_max", "k3_mean", "k3_max", "k1_neg_share")
-
-
 def k_stats(pol, ref, mask) -> dict[str, float]:
+    from hypotrack.grpo_math import kl_estimators
     from hypotrack.hooks._util import f, masked_max, masked_mean
 
-    d = (pol - ref).float()
-    k2 = 0.5 * d * d
-    k3 = torch_exp(-d) + d - 1
+    k = kl_estimators(pol, ref)
     m = mask.bool()
-    return {
-        "k1_mean": masked_mean(d, m),
-        "k1_max": masked_max(d, m),
-        "k2_mean": masked_mean(k2, m),
-        "k2_max": masked_max(k2, m),
-        "k3_mean": masked_mean(k3, m),
-        "k3_max": masked_max(k3, m),
-        "k1_neg_share": f(((d < 0) & m).sum() / m.sum().clamp(min=1)) if m.any() else 0.0,
-    }
-
-
-def torch_exp(x):
-    import torch
-
-    return torch.exp(x)
+    out = {}
+    for name in ("k1", "k2", "k3"):
+        out[f"{name}_mean"], out[f"{name}_max"] = masked_mean(k[name], m), masked_max(k[name], m)
+    out["k1_neg_share"] = f(((k["k1"] < 0) & m).sum() / m.sum().clamp(min=1)) if m.any() else 0.0
+    return out
 
 
 def aggregate(per_token, mask, loss_type: str):
-    """Reduce (B, C) per-token values like TRL reduces the loss for `loss_type` (up to constant factors)."""
-    m = mask.to(per_token.dtype)
-    if loss_type in ("grpo", "sapo"):
-        return ((per_token * m).sum(-1) / m.sum(-1).clamp(min=1.0)).mean()
-    if loss_type == "dr_grpo":
-        return (per_token * m).sum() / per_token.numel()
-    if loss_type == "luspo":
-        return (per_token * m).sum(-1).mean()
-    return (per_token * m).sum() / m.sum().clamp(min=1.0)  # bnpo, dapo, cispo, vespo: token mean
+    """Reduce (B, C) per-token values the way `loss_type` reduces the loss (this micro-batch's normaliser:
+    the shares below are ratios of two such reductions, so TRL's batch-level constants cancel)."""
+    from hypotrack.grpo_math import token_aggregation
+
+    reduce, _, _ = token_aggregation(loss_type, mask.to(per_token.dtype))
+    return reduce(per_token)
 
 
 class KLHook(DiagnosticHook):
@@ -116,6 +99,7 @@ class KLHook(DiagnosticHook):
     def on_loss(self, parts: LossParts, step: int) -> dict[str, float]:
         import torch
 
+        from hypotrack.grpo_math import kl_estimators
         from hypotrack.hooks._util import f
 
         pol = parts.per_token_logps.detach().float()
@@ -133,7 +117,7 @@ class KLHook(DiagnosticHook):
             adv = parts.advantages.detach().float()
             adv = adv.unsqueeze(1) if adv.dim() == 1 else adv
             pg = (torch.exp(pol - old) * adv).abs().expand_as(pol)
-            kl3 = torch.exp(ref - pol) - (ref - pol) - 1
+            kl3 = kl_estimators(pol, ref)["k3"]
             klg = parts.beta * (1 - torch.exp(ref - pol)).abs()
             pg_a = f(aggregate(pg, mask, parts.loss_type))
             kl_a = abs(parts.beta * f(aggregate(kl3, mask, parts.loss_type)))
@@ -216,8 +200,3 @@ class KLHook(DiagnosticHook):
             out["k_source"] = 2.0
         return out
 
-
-def _peft(model) -> bool:
-    from hypotrack.hooks._util import is_peft
-
-    return is_peft(model)

@@ -59,7 +59,6 @@ class LoraSyncHook(DiagnosticHook):
         self.temperature = temperature
         self._model = None
         self._trainer = None
-        self._lm = None
         self._handles: list[Any] = []
         self._init: dict[str, tuple[Any, Any]] = {}
         self._prev: dict[str, tuple[Any, Any]] = {}
@@ -161,7 +160,6 @@ class LoraSyncHook(DiagnosticHook):
 
         m = unwrap(model)
         lm = m.get_base_model() if hasattr(m, "get_base_model") else m
-        self._lm = lm
         self._handles.append(lm.register_forward_pre_hook(self._pre, with_kwargs=True))
         self._handles.append(lm.register_forward_hook(self._post, with_kwargs=True))
 

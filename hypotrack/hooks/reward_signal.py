@@ -100,12 +100,12 @@ class RewardSignalHook(DiagnosticHook):
                         corr = sum((x - mx) * (y - my) for x, y in xy) / den  # float64, as before
                         corr = corr if math.isfinite(corr) else 0.0
                 out[f"corr/{names[a]}__{names[b]}"] = corr
-        from hypotrack.hooks.advantages import trl_rewards
+        from hypotrack.grpo_math import combined_rewards
 
         G = int(batch.num_generations)
         n = (B // G) * G if G > 0 else 0
         if n and G > 1:
-            rewards = trl_rewards(rpf, batch.reward_weights.detach().cpu())[:n].tolist()  # TRL's float32 rewards
+            rewards = combined_rewards(rpf, batch.reward_weights.detach().cpu())[:n].tolist()  # TRL's float32 rewards
             zero = 0
             for g in range(0, n, G):
                 vals = [v for v in rewards[g : g + G] if v == v]

@@ -2,7 +2,7 @@
 
 Importing this package is cheap (no torch); import the submodules for the checks themselves.
 """
-from .catalog import PARITY_METRICS
+from .manifest import PARITY_METRICS
 from .settings import ParitySettings
 
 __all__ = ["PARITY_METRICS", "ParitySettings"]

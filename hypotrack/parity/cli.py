@@ -5,6 +5,8 @@ from pathlib import Path
 
 import click
 
+from hypotrack.spec.vocabulary import REFERENCE_LOSS_TYPES, SCALE_REWARDS
+
 from .settings import ParitySettings
 
 _MODEL = click.option("--model", "model", default="toy", show_default=True,
@@ -65,10 +67,10 @@ def parity():
 @parity.command("loss")
 @_MODEL
 @click.option("--loss-types", callback=_csv(str), default=None,
-              help="Comma-separated loss types (default: grpo,bnpo,dr_grpo,dapo,luspo,cispo,sapo).")
+              help=f"Comma-separated loss types (default: {','.join(REFERENCE_LOSS_TYPES)}).")
 @click.option("--betas", callback=_csv(float), default=None, help="Comma-separated KL betas (default: 0,0.04).")
 @click.option("--tolerance", type=float, default=None, help="atol = rtol for loss and gradients (default 1e-6).")
-@click.option("--scale-rewards", type=click.Choice(["group", "batch", "none"]), default=None)
+@click.option("--scale-rewards", type=click.Choice(SCALE_REWARDS), default=None)
 @click.option("--eval-mode", is_flag=True, help="Compare in eval mode (no accumulation division).")
 @click.option("--grad-accum", type=int, default=None, help="Gradient-accumulation steps (train mode).")
 @click.option("--no-variants", is_flag=True, help="Skip the seed-004 manual-step variants.")
@@ -108,7 +110,7 @@ def logprobs_cmd(model, contexts, dropout, logprob_tolerance, max_completion_len
 @parity.command("determinism")
 @_MODEL
 @click.option("--steps", type=int, default=None, help="GRPO steps per run (default 5).")
-@click.option("--loss-type", type=click.Choice(["grpo", "bnpo", "dr_grpo", "dapo", "luspo", "cispo", "sapo"]),
+@click.option("--loss-type", type=click.Choice(REFERENCE_LOSS_TYPES),
               default=None)
 @click.option("--beta", type=float, default=None)
 @click.option("--perturb-at-step", type=int, default=None,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-TOY_SPEC = "toy"
 DEFAULT_PROMPTS = [
     "12+7=",
     "What is 3*4? ",
@@ -20,16 +19,14 @@ DEFAULT_PROMPTS = [
 
 
 def resolve_model_path(model: str | Path | None) -> str:
-    """`None`/"toy"/"toy:<task>" -> the toy lab's warm-started model dir; anything else is used as given."""
-    if model is None or str(model) == TOY_SPEC or str(model).startswith(TOY_SPEC + ":"):
-        task = "arith" if model is None or str(model) == TOY_SPEC else str(model).split(":", 1)[1]
-        from hypotrack.toy.lab import ensure_model
+    """The toy lab's model for None, "toy" or "toy:<task>"; otherwise a model directory (it must hold config.json)."""
+    from hypotrack.toy.lab import resolve_model, toy_task
 
-        return str(ensure_model(task))
-    p = Path(model)
-    if p.exists() and not (p / "config.json").exists():
-        raise FileNotFoundError(f"{p} has no config.json: not a model directory loadable with from_pretrained")
-    return str(model)
+    if toy_task(None if model is None else str(model)) is None:
+        p = Path(model)
+        if p.exists() and not (p / "config.json").exists():
+            raise FileNotFoundError(f"{p} has no config.json: not a model directory loadable with from_pretrained")
+    return resolve_model(None if model is None else str(model))
 
 
 def set_threads(n: int = 1) -> None:

@@ -114,11 +114,10 @@ class LogprobParityResult:
 # --------------------------------------------------------------------------------------------------
 def _score(model, input_ids, attention_mask, completion_ids):
     """Per-token logps (B, T) in fp32 from one forward: logits at t predict token t+1."""
-    import torch
+    from hypotrack.grpo_math import token_logps
 
     T = completion_ids.size(1)
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, -T - 1 : -1, :].float()
-    return torch.log_softmax(logits, dim=-1).gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1)
+    return token_logps(model(input_ids=input_ids, attention_mask=attention_mask).logits[:, -T - 1 : -1, :], completion_ids)
 
 
 def _to_device(model, device, dtype):
@@ -173,8 +172,9 @@ def run_logprob_parity(model_path: str, contexts=CPU_CONTEXTS + CUDA_CONTEXTS, s
         dtype, device = "fp32", "cpu"
         try:
             if name == "sampling":
-                logits = torch.stack(gen.logits, 1)[:, :T].float()  # (B, T, V): raw logits before sampling
-                other = torch.log_softmax(logits, -1).gather(-1, c_ids.unsqueeze(-1)).squeeze(-1)
+                from hypotrack.grpo_math import token_logps
+
+                other = token_logps(torch.stack(gen.logits, 1)[:, :T], c_ids)  # raw logits before sampling
             elif name == "grad_enabled":
                 with torch.enable_grad():
                     other = _score(model, input_ids, attn, c_ids).detach()

@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from .common import default_prompts, load_tokenizer, sample_rollout, set_threads
-from .reference_loss import GRPOLossConfig, SUPPORTED_LOSS_TYPES, group_advantages, reference_grpo_loss
+from hypotrack.grpo_math import GRPOLossConfig, REFERENCE_LOSS_TYPES, group_advantages, reference_grpo_loss
 
 VARIANTS = {
     # name: (description, GRPOLossConfig overrides)
@@ -156,7 +156,7 @@ def make_batch(model, tokenizer, seed: int, num_prompts: int = 2, num_generation
     """A TRL-shaped micro-batch; old/ref log-probs are the current ones plus seeded noise (masked to 0)."""
     import torch
 
-    from .reference_loss import completion_logps
+    from hypotrack.grpo_math import completion_logps
 
     prompts = prompts or default_prompts(model_path, num_prompts, seed)
     p_ids, p_mask, c_ids, c_mask, _ = sample_rollout(model, tokenizer, prompts[:num_prompts], num_generations,
@@ -239,9 +239,9 @@ def run_loss_parity(model_path: str, loss_types=("grpo", "bnpo", "dr_grpo", "dap
 
     set_threads(threads)
     t0 = time.perf_counter()
-    bad = [lt for lt in loss_types if lt not in SUPPORTED_LOSS_TYPES]
+    bad = [lt for lt in loss_types if lt not in REFERENCE_LOSS_TYPES]
     if bad:
-        raise ValueError(f"loss types {bad} are not implemented by the reference; supported: {SUPPORTED_LOSS_TYPES}")
+        raise ValueError(f"loss types {bad} are not implemented by the reference; supported: {REFERENCE_LOSS_TYPES}")
     trainer = build_trainer(model_path, seed=seed, num_generations=num_generations,
                             max_completion_length=max_completion_length,
                             gradient_accumulation_steps=gradient_accumulation_steps,

@@ -5,7 +5,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-LossType = Literal["grpo", "bnpo", "dr_grpo", "dapo", "luspo", "cispo", "sapo"]
+from hypotrack.spec.vocabulary import REFERENCE_LOSS_TYPES, SCALE_REWARDS
+
+LossType = Literal[REFERENCE_LOSS_TYPES]  # type: ignore[valid-type]
 LogprobContext = Literal["sampling", "grad_enabled", "train_mode", "train_mode_dropout", "batch_of_one",
                          "right_padding", "trl_fused", "bf16", "cuda_fp32", "cuda_bf16"]
 
@@ -20,7 +22,7 @@ class ParitySettings(BaseModel):
         "(same tokens scored in different contexts), 'determinism' (two identical runs compared bitwise).")
     # --- loss ---
     loss_types: list[LossType] = Field(
-        default_factory=lambda: ["grpo", "bnpo", "dr_grpo", "dapo", "luspo", "cispo", "sapo"],
+        default_factory=lambda: list(REFERENCE_LOSS_TYPES),
         description="loss: TRL loss types to compare with the reference (vespo is not implemented by the reference).")
     betas: list[float] = Field(default_factory=lambda: [0.0, 0.04],
                                description="loss: KL coefficients to test each loss type with (0 = no KL term).")
@@ -30,7 +32,7 @@ class ParitySettings(BaseModel):
         "logprobs: use logprob_tolerance.")
     epsilon: float = Field(default=0.2, gt=0, description="loss: lower clipping epsilon (GRPOConfig.epsilon).")
     epsilon_high: float | None = Field(default=0.28, description="loss: upper clipping epsilon (None = epsilon).")
-    scale_rewards: Literal["group", "batch", "none"] = Field(
+    scale_rewards: Literal[SCALE_REWARDS] = Field(  # type: ignore[valid-type]
         default="group", description="loss: advantage scaling used to build the batch's advantages.")
     train_mode: bool = Field(default=True, description="loss: compare in train mode (TRL divides by the "
                              "gradient-accumulation steps) rather than eval mode.")

@@ -17,7 +17,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 
-# The newest revision in migrations/versions; tests/test_migrations.py checks they agree.
+# The newest revision in hypotrack/migrations/versions; tests/test_migrations.py checks they agree.
 HEAD_REVISION = "0001"
 DEFAULT_FILE = "hypotrack.db"
 BUSY_TIMEOUT_MS = 30_000
@@ -28,7 +28,8 @@ class RegistryError(Exception):
 
 
 def migrations_dir() -> Path:
-    return Path(__file__).resolve().parents[2] / "migrations"
+    """The alembic scripts ship inside the package, so an installed hypotrack can migrate its registry."""
+    return Path(__file__).resolve().parents[1] / "migrations"
 
 
 def default_url() -> str:

@@ -14,19 +14,18 @@ from sqlalchemy import func, select
 
 from . import tables
 from .engine import Registry
-from .processes import hostname, is_alive
 
 Row = Any  # sqlalchemy.engine.Row
 
 
-def _all(registry: Registry, query) -> list[Row]:  # noqa: ANN001
+def fetch(registry: Registry, query) -> list[Row]:  # noqa: ANN001
     with registry.engine.connect() as conn:
         return list(conn.execute(query))
 
 
 def get_status(registry: Registry, hypothesis_id: str) -> str:
     t = tables.hypothesis_state
-    rows = _all(registry, select(t.c.status).where(t.c.id == hypothesis_id))
+    rows = fetch(registry, select(t.c.status).where(t.c.id == hypothesis_id))
     return rows[0].status if rows else "pending"
 
 
@@ -71,12 +70,12 @@ def overview(registry: Registry, ids: list[str]) -> dict[str, Overview]:
 
 def history(registry: Registry, hypothesis_id: str) -> list[Row]:
     sc = tables.status_change
-    return _all(registry, select(sc).where(sc.c.hypothesis_id == hypothesis_id).order_by(sc.c.id))
+    return fetch(registry, select(sc).where(sc.c.hypothesis_id == hypothesis_id).order_by(sc.c.id))
 
 
 def notes(registry: Registry, hypothesis_id: str) -> list[Row]:
     nt = tables.note
-    return _all(registry, select(nt).where(nt.c.hypothesis_id == hypothesis_id).order_by(nt.c.id))
+    return fetch(registry, select(nt).where(nt.c.hypothesis_id == hypothesis_id).order_by(nt.c.id))
 
 
 def test_runs(registry: Registry, hypothesis_id: str | None = None, limit: int | None = None) -> list[Row]:
@@ -86,34 +85,14 @@ def test_runs(registry: Registry, hypothesis_id: str | None = None, limit: int |
         query = query.where(tr.c.hypothesis_id == hypothesis_id)
     if limit:
         query = query.limit(limit)
-    return _all(registry, query)
+    return fetch(registry, query)
 
 
 def get_test_run(registry: Registry, test_run_id: str) -> Row | None:
-    rows = _all(registry, select(tables.test_run).where(tables.test_run.c.id == test_run_id))
+    rows = fetch(registry, select(tables.test_run).where(tables.test_run.c.id == test_run_id))
     return rows[0] if rows else None
 
 
 def runs_needing_mlflow_close(registry: Registry) -> list[Row]:
     tr = tables.test_run
-    return _all(registry, select(tr).where(tr.c.state != "running", tr.c.mlflow_closed == 0))
-
-
-def reconcile(registry: Registry) -> list[Row]:
-    """Mark test runs of dead processes on this host as killed; returns them.
-
-    Called by every command: a SIGKILLed runner leaves a `running` row whose pid
-    is gone, and the hypothesis would otherwise stay `testing` forever. Only when
-    there is something to fix does it load the ORM writer.
-    """
-    tr = tables.test_run
-    running = _all(registry, select(tr).where(tr.c.state == "running", tr.c.host == hostname()))
-    dead = [run for run in running if not is_alive(run.pid, run.pid_start)]
-    if dead:
-        from .store import finish_test_run
-
-        for run in dead:
-            finish_test_run(registry, run.id, state="killed",
-                            error=f"runner process {run.pid} ended without finishing (killed or crashed)",
-                            mlflow_closed=False)
-    return dead
+    return fetch(registry, select(tr).where(tr.c.state != "running", tr.c.mlflow_closed == 0))

@@ -16,13 +16,7 @@ from sqlalchemy import func, select
 from .engine import Registry
 from .models import HypothesisState, Note, StatusChange, TestRun, utcnow
 from .processes import hostname, process_start
-# Reads live in queries.py (Core, no ORM); re-exported for callers that also write.
-from .queries import (  # noqa: F401
-    Overview, get_status, get_test_run, history, notes, overview, reconcile, runs_needing_mlflow_close, test_runs,
-)
-
-STATUSES = ("pending", "testing", "validated", "partial", "invalidated", "inconclusive")
-RUN_STATES = ("running", "finished", "failed", "killed")
+from ..spec.vocabulary import RUN_STATES, STATUSES
 
 
 class UnknownStatus(ValueError):

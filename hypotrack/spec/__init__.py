@@ -10,8 +10,8 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "Catalog": "loader", "Problem": "loader", "Project": "project", "SpecError": "loader", "load_catalog": "loader",
-    "STATUSES": "models", "Criterion": "models", "Experiment": "models", "Hypothesis": "models",
+    "Library": "loader", "Problem": "loader", "Project": "project", "SpecError": "loader", "load_library": "loader",
+    "STATUSES": "vocabulary", "Criterion": "models", "Experiment": "models", "Hypothesis": "models",
     "Overrides": "models",
 }
 __all__ = sorted(_EXPORTS)

@@ -39,7 +39,7 @@ class SpecError(Exception):
 
 
 @dataclass
-class Catalog:
+class Library:
     project: Project
     hypotheses: dict[str, Hypothesis] = field(default_factory=dict)
     experiments: dict[str, Experiment] = field(default_factory=dict)
@@ -54,20 +54,20 @@ class Catalog:
             raise SpecError(self.problems)
 
 
-def _parse(path: Path, model: type[BaseModel], catalog: Catalog) -> BaseModel | None:
+def _parse(path: Path, model: type[BaseModel], library: Library) -> BaseModel | None:
     try:
         doc = read_yaml(path)
     except YamlSyntaxError as exc:
-        catalog.problems.append(Problem(path, exc.line, "(document)", exc.message))
+        library.problems.append(Problem(path, exc.line, "(document)", exc.message))
         return None
     except OSError as exc:
-        catalog.problems.append(Problem(path, 1, "(document)", f"cannot read file: {exc.strerror}"))
+        library.problems.append(Problem(path, 1, "(document)", f"cannot read file: {exc.strerror}"))
         return None
-    catalog.docs[path] = doc
+    library.docs[path] = doc
     for line, key, message in doc.problems:
-        catalog.problems.append(Problem(path, line, key, message))
+        library.problems.append(Problem(path, line, key, message))
     if not isinstance(doc.data, dict):
-        catalog.problems.append(Problem(path, doc.line_of(()), "(document)", "expected a mapping of keys"))
+        library.problems.append(Problem(path, doc.line_of(()), "(document)", "expected a mapping of keys"))
         return None
     try:
         return model.model_validate(doc.data)
@@ -81,7 +81,7 @@ def _parse(path: Path, model: type[BaseModel], catalog: Catalog) -> BaseModel | 
                 message = "required key is missing"
             elif message.startswith("Value error, "):
                 message = message[len("Value error, "):]
-            catalog.problems.append(Problem(path, doc.line_of(loc), dotted(loc), message))
+            library.problems.append(Problem(path, doc.line_of(loc), dotted(loc), message))
         return None
 
 
@@ -105,43 +105,43 @@ def _data_loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _problem(catalog: Catalog, path: Path, loc: tuple[Any, ...], message: str) -> None:
-    doc = catalog.docs.get(path)
+def _problem(library: Library, path: Path, loc: tuple[Any, ...], message: str) -> None:
+    doc = library.docs.get(path)
     line = doc.line_of(loc) if doc else 1
-    catalog.problems.append(Problem(path, line, dotted(loc), message))
+    library.problems.append(Problem(path, line, dotted(loc), message))
 
 
-def load_experiment(path: Path, catalog: Catalog) -> Experiment | None:
-    experiment = _parse(path, Experiment, catalog)
+def load_experiment(path: Path, library: Library) -> Experiment | None:
+    experiment = _parse(path, Experiment, library)
     if not isinstance(experiment, Experiment):
         return None
     if experiment.name != path.stem:
-        _problem(catalog, path, ("name",), f"name {experiment.name!r} must equal the file name {path.stem!r}")
+        _problem(library, path, ("name",), f"name {experiment.name!r} must equal the file name {path.stem!r}")
     for key, value in experiment.settings.items():
         message = check_setting(key, value)
         if message:
-            _problem(catalog, path, ("settings", key), message)
+            _problem(library, path, ("settings", key), message)
     if experiment.trainer == "critic" and experiment.critic is not None:
-        _check_section(catalog, path, "critic", experiment.critic, "hypotrack.critic.settings", "CriticSettings")
+        _check_section(library, path, "critic", experiment.critic, "hypotrack.critic.settings", "CriticSettings")
     if experiment.trainer == "parity" and experiment.parity is not None:
-        _check_section(catalog, path, "parity", experiment.parity, "hypotrack.parity.settings", "ParitySettings")
+        _check_section(library, path, "parity", experiment.parity, "hypotrack.parity.settings", "ParitySettings")
     return experiment
 
 
-def _check_section(catalog: Catalog, path: Path, key: str, data: dict, module: str, name: str) -> None:
+def _check_section(library: Library, path: Path, key: str, data: dict, module: str, name: str) -> None:
     import importlib
 
     try:
         settings_model = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError):
-        _problem(catalog, path, (key,), f"this install of hypotrack has no {key} support ({module})")
+        _problem(library, path, (key,), f"this install of hypotrack has no {key} support ({module})")
         return
     try:
         settings_model.model_validate(data)
     except ValidationError as exc:
         for err in exc.errors():
             message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-            _problem(catalog, path, (*key.split("."), *err["loc"]), message)
+            _problem(library, path, (*key.split("."), *err["loc"]), message)
 
 
 def _yaml_files(directory: Path) -> list[Path]:
@@ -157,50 +157,50 @@ def resolve_experiment_path(name_or_path: str, project: Project) -> Path:
     return project.experiments_dir / f"{name_or_path}.yaml"
 
 
-def load_catalog(
+def load_library(
     project: Project | None = None,
     paths: list[Path] | None = None,
     check_metrics: bool = True,
-) -> Catalog:
+) -> Library:
     """Load every experiment and hypothesis (or just ``paths``) and cross-check them.
 
     Explicit ``paths`` may be files or folders; files under a folder named
     ``experiments`` (or with ``trainer:``/``model:`` keys) are experiments.
     """
     project = project or Project.locate()
-    catalog = Catalog(project=project)
+    library = Library(project=project)
     if paths:
-        catalog.partial = True
-        hyp_files, exp_files = _split_paths(paths, catalog)
+        library.partial = True
+        hyp_files, exp_files = _split_paths(paths, library)
     else:
         hyp_files, exp_files = _yaml_files(project.hypotheses_dir), _yaml_files(project.experiments_dir)
         if not hyp_files and not project.hypotheses_dir.is_dir():
-            catalog.problems.append(
+            library.problems.append(
                 Problem(project.hypotheses_dir, 1, "(folder)",
                         "no hypotheses folder here: run hypotrack from the project root or set HYPOTRACK_PROJECT")
             )
     for path in exp_files:
-        experiment = load_experiment(path, catalog)
+        experiment = load_experiment(path, library)
         if experiment is not None:
-            catalog.experiments[experiment.name] = experiment
-            catalog.experiment_files[experiment.name] = path
+            library.experiments[experiment.name] = experiment
+            library.experiment_files[experiment.name] = path
     for path in hyp_files:
-        hypothesis = _parse(path, Hypothesis, catalog)
+        hypothesis = _parse(path, Hypothesis, library)
         if not isinstance(hypothesis, Hypothesis):
             continue
         if not path.stem.startswith(hypothesis.id + "_") and path.stem != hypothesis.id:
-            _problem(catalog, path, ("id",), f"id {hypothesis.id!r} must match the file name (e.g. {hypothesis.id}_<slug>.yaml)")
-        if hypothesis.id in catalog.hypotheses:
-            other = catalog.hypothesis_files[hypothesis.id]
-            _problem(catalog, path, ("id",), f"duplicate id {hypothesis.id!r}: also declared in {other}")
+            _problem(library, path, ("id",), f"id {hypothesis.id!r} must match the file name (e.g. {hypothesis.id}_<slug>.yaml)")
+        if hypothesis.id in library.hypotheses:
+            other = library.hypothesis_files[hypothesis.id]
+            _problem(library, path, ("id",), f"duplicate id {hypothesis.id!r}: also declared in {other}")
             continue
-        catalog.hypotheses[hypothesis.id] = hypothesis
-        catalog.hypothesis_files[hypothesis.id] = path
-    _cross_check(catalog, check_metrics)
-    return catalog
+        library.hypotheses[hypothesis.id] = hypothesis
+        library.hypothesis_files[hypothesis.id] = path
+    _cross_check(library, check_metrics)
+    return library
 
 
-def _split_paths(paths: list[Path], catalog: Catalog) -> tuple[list[Path], list[Path]]:
+def _split_paths(paths: list[Path], library: Library) -> tuple[list[Path], list[Path]]:
     hyp_files: list[Path] = []
     exp_files: list[Path] = []
     for raw in paths:
@@ -211,40 +211,40 @@ def _split_paths(paths: list[Path], catalog: Catalog) -> tuple[list[Path], list[
         elif path.exists():
             (exp_files if path.parent.name == "experiments" else hyp_files).append(path)
         else:
-            catalog.problems.append(Problem(path, 1, "(path)", "no such file or folder"))
+            library.problems.append(Problem(path, 1, "(path)", "no such file or folder"))
     return hyp_files, exp_files
 
 
-def _cross_check(catalog: Catalog, check_metrics: bool) -> None:
+def _cross_check(library: Library, check_metrics: bool) -> None:
     patterns = metric_names.known_metric_patterns() if check_metrics else []
     known_hooks = set(metric_names.hook_metrics())
-    for hyp_id, hypothesis in catalog.hypotheses.items():
-        path = catalog.hypothesis_files[hyp_id]
+    for hyp_id, hypothesis in library.hypotheses.items():
+        path = library.hypothesis_files[hyp_id]
         for index, prereq in enumerate(hypothesis.prerequisites):
             if prereq == hyp_id:
-                _problem(catalog, path, ("prerequisites", index), "a hypothesis cannot be its own prerequisite")
-            elif prereq not in catalog.hypotheses and not _declared_elsewhere(catalog, prereq):
-                _problem(catalog, path, ("prerequisites", index), f"unknown hypothesis id {prereq!r}")
+                _problem(library, path, ("prerequisites", index), "a hypothesis cannot be its own prerequisite")
+            elif prereq not in library.hypotheses and not _declared_elsewhere(library, prereq):
+                _problem(library, path, ("prerequisites", index), f"unknown hypothesis id {prereq!r}")
         for index, hook in enumerate(hypothesis.hooks):
             if hook not in known_hooks:
-                _problem(catalog, path, ("hooks", index),
+                _problem(library, path, ("hooks", index),
                          f"unknown diagnostics hook {hook!r} (known: {', '.join(sorted(known_hooks))})")
         for hook, settings in hypothesis.hook_settings.items():
             if hook not in hypothesis.hooks:
-                _problem(catalog, path, ("hook_settings", hook), f"settings for hook {hook!r}, which is not in hooks")
+                _problem(library, path, ("hook_settings", hook), f"settings for hook {hook!r}, which is not in hooks")
                 continue
             allowed = metric_names.hook_setting_names(hook)
             for key in settings:
                 if key not in allowed:
-                    _problem(catalog, path, ("hook_settings", hook, key),
+                    _problem(library, path, ("hook_settings", hook, key),
                              f"unknown setting for hook {hook!r} (known: {', '.join(sorted(allowed)) or 'none'})")
         for section in ("treatment", "control"):
             overrides = getattr(hypothesis, section)
             for key, value in overrides.set.items():
                 message = check_setting(key, value)
                 if message:
-                    _problem(catalog, path, (section, "set", key), message)
-        experiment = _experiment_for(catalog, hypothesis, path)
+                    _problem(library, path, (section, "set", key), message)
+        experiment = _experiment_for(library, hypothesis, path)
         if experiment is None:
             continue
         for section in ("treatment", "control"):
@@ -253,7 +253,7 @@ def _cross_check(catalog: Catalog, check_metrics: bool) -> None:
                 if changes:
                     merged = {**(getattr(experiment, key) or {}), **changes}
                     module = f"hypotrack.{key}.settings"
-                    _check_section(catalog, path, f"{section}.{key}", merged, module,
+                    _check_section(library, path, f"{section}.{key}", merged, module,
                                    "CriticSettings" if key == "critic" else "ParitySettings")
         if not check_metrics:
             continue
@@ -263,33 +263,33 @@ def _cross_check(catalog: Catalog, check_metrics: bool) -> None:
             where = ("criteria", group, *loc, "metric")
             message = metric_names.check_metric(criterion.metric, known, patterns)
             if message:
-                _problem(catalog, path, where, message)
+                _problem(library, path, where, message)
             elif criterion.metric.startswith("diag/"):
                 hook = criterion.metric.split("/")[1]
                 if hook not in hypothesis.hooks:
-                    _problem(catalog, path, where, f"metric {criterion.metric!r} comes from hook {hook!r}; add it to hooks")
+                    _problem(library, path, where, f"metric {criterion.metric!r} comes from hook {hook!r}; add it to hooks")
         if "treatment" not in hypothesis.arms and "treatment" in hypothesis.arms_needed():
-            _problem(catalog, path, ("arms",), "the criteria compare arms, but arms has no 'treatment'")
+            _problem(library, path, ("arms",), "the criteria compare arms, but arms has no 'treatment'")
 
 
-def _declared_elsewhere(catalog: Catalog, hypothesis_id: str) -> bool:
+def _declared_elsewhere(library: Library, hypothesis_id: str) -> bool:
     """When validating single files, a prerequisite may live in a project file not given."""
-    if not catalog.partial:
+    if not library.partial:
         return False
     return any(p.stem == hypothesis_id or p.stem.startswith(hypothesis_id + "_")
-               for p in _yaml_files(catalog.project.hypotheses_dir))
+               for p in _yaml_files(library.project.hypotheses_dir))
 
 
-def _experiment_for(catalog: Catalog, hypothesis: Hypothesis, path: Path) -> Experiment | None:
+def _experiment_for(library: Library, hypothesis: Hypothesis, path: Path) -> Experiment | None:
     name = hypothesis.experiment
-    if name in catalog.experiments:
-        return catalog.experiments[name]
-    exp_path = resolve_experiment_path(name, catalog.project)
+    if name in library.experiments:
+        return library.experiments[name]
+    exp_path = resolve_experiment_path(name, library.project)
     if not exp_path.exists():
-        _problem(catalog, path, ("experiment",), f"experiment {name!r} not found (looked for {exp_path})")
+        _problem(library, path, ("experiment",), f"experiment {name!r} not found (looked for {exp_path})")
         return None
-    experiment = load_experiment(exp_path, catalog)
+    experiment = load_experiment(exp_path, library)
     if experiment is not None:
-        catalog.experiments[experiment.name] = experiment
-        catalog.experiment_files[experiment.name] = exp_path
+        library.experiments[experiment.name] = experiment
+        library.experiment_files[experiment.name] = exp_path
     return experiment

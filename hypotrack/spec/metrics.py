@@ -28,7 +28,7 @@ TRL_FUNC_METRICS = ["rewards/{func}/mean", "rewards/{func}/std"]
 HYPOTRACK_METRICS = ["reward_errors", "reward_errors/{func}"]
 
 
-def _catalog(module: str, attribute: str) -> object:
+def _manifest(module: str, attribute: str) -> object:
     """Catalogues live beside the code that emits the metrics (no torch at import)."""
     try:
         return getattr(importlib.import_module(module), attribute)
@@ -37,11 +37,11 @@ def _catalog(module: str, attribute: str) -> object:
 
 
 def hook_metrics() -> dict[str, list[str]]:
-    return dict(_catalog("hypotrack.hooks.catalog", "HOOK_METRICS"))  # type: ignore[arg-type]
+    return dict(_manifest("hypotrack.hooks.manifest", "HOOK_METRICS"))  # type: ignore[arg-type]
 
 
 def hook_setting_names(hook: str) -> set[str]:
-    settings = _catalog("hypotrack.hooks.catalog", "HOOK_SETTINGS") or {}
+    settings = _manifest("hypotrack.hooks.manifest", "HOOK_SETTINGS") or {}
     return set(settings.get(hook, {}))  # type: ignore[union-attr]
 
 
@@ -49,8 +49,8 @@ def known_metric_patterns() -> list[str]:
     names = [*TRL_METRICS, *TRL_FUNC_METRICS, *HYPOTRACK_METRICS]
     for hook, metrics in hook_metrics().items():
         names += [f"diag/{hook}/{metric}" for metric in metrics]
-    names += list(_catalog("hypotrack.parity.catalog", "PARITY_METRICS"))  # type: ignore[arg-type]
-    names += list(_catalog("hypotrack.critic.catalog", "CRITIC_METRICS"))  # type: ignore[arg-type]
+    names += list(_manifest("hypotrack.parity.manifest", "PARITY_METRICS"))  # type: ignore[arg-type]
+    names += list(_manifest("hypotrack.critic.manifest", "CRITIC_METRICS"))  # type: ignore[arg-type]
     return names
 
 

@@ -9,14 +9,12 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, create_model, field_validator, model_validator
 
-from .summary import PRIORITY_RANK  # noqa: F401 - shared with the cached summaries
+from .run_settings import RUN_SETTINGS, VALUE_BOUNDS, RunSetting, command_line
+from .vocabulary import ARMS, PRIORITIES, TRAINERS
 
-Priority = Literal["high", "medium", "low"]
-Status = Literal["pending", "testing", "validated", "partial", "invalidated", "inconclusive"]
-STATUSES: tuple[str, ...] = ("pending", "testing", "validated", "partial", "invalidated", "inconclusive")
-ARMS = ("control", "treatment")
+Priority = Literal[PRIORITIES]  # type: ignore[valid-type]
 
 IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 HYPOTHESIS_ID = re.compile(r"^h\d{2,}$")
@@ -41,10 +39,10 @@ class DataSpec(_Strict):
     loader: str | None = Field(
         None, description="Import path 'pkg.module:func' of a function returning a datasets.Dataset with a prompt column."
     )
-    size: int = Field(256, ge=1, description="Number of rows to draw (toy tasks and loaders receive it).")
+    size: int = Field(256, **VALUE_BOUNDS["data.size"].pydantic(), description="Number of rows to draw (toy tasks and loaders receive it).")
     prompt_column: str = Field("prompt", description="Column holding the prompt text.")
     max_prompt_length: int | None = Field(
-        None, ge=1, description="Truncate prompts to this many tokens on the data side (GRPOConfig has no such field)."
+        None, **VALUE_BOUNDS["data.max_prompt_length"].pydantic(), description="Truncate prompts to this many tokens on the data side (GRPOConfig has no such field)."
     )
     truncation_side: Literal["left", "right"] = Field(
         "left", description="Which end of a too-long prompt is cut (left keeps the question at the end)."
@@ -64,9 +62,9 @@ class DataSpec(_Strict):
 
 class LoraSpec(_Strict):
     enabled: bool = Field(True, description="Train LoRA adapters through peft; false means full fine-tuning.")
-    r: int = Field(8, ge=1, description="LoRA rank.")
-    lora_alpha: int = Field(16, ge=1, description="LoRA scaling numerator.")
-    lora_dropout: float = Field(0.0, ge=0.0, lt=1.0, description="Dropout on the adapter input.")
+    r: int = Field(8, **VALUE_BOUNDS["lora.r"].pydantic(), description="LoRA rank.")
+    lora_alpha: int = Field(16, **VALUE_BOUNDS["lora.lora_alpha"].pydantic(), description="LoRA scaling numerator.")
+    lora_dropout: float = Field(0.0, **VALUE_BOUNDS["lora.lora_dropout"].pydantic(), description="Dropout on the adapter input.")
     target_modules: list[str] | str = Field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"], description="Modules that get adapters."
     )
@@ -78,7 +76,7 @@ class Experiment(_Strict):
 
     name: str = Field(description="Must equal the file name without .yaml.")
     description: str = ""
-    trainer: Literal["grpo", "critic", "parity"] = "grpo"
+    trainer: Literal[TRAINERS] = "grpo"  # type: ignore[valid-type]
     model: str = Field(
         description="'toy:<task>' for the embedded toy lab, a local model directory, or a hub id."
     )
@@ -88,7 +86,7 @@ class Experiment(_Strict):
     settings: dict[str, Any] = Field(default_factory=dict, description="TRL GRPOConfig fields, passed through.")
     lora: LoraSpec = Field(default_factory=LoraSpec)
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
-    max_steps: int = Field(30, ge=1)
+    max_steps: int = Field(30, **VALUE_BOUNDS["max_steps"].pydantic())
     plant: list[str] = Field(default_factory=list, description="Planted faults (toy lab self-test).")
     critic: dict[str, Any] | None = Field(None, description="Critic settings when trainer is 'critic'.")
     parity: dict[str, Any] | None = Field(None, description="Parity settings when trainer is 'parity'.")
@@ -117,29 +115,36 @@ class Experiment(_Strict):
 # --------------------------------------------------------------------------- hypothesis
 
 
-class Overrides(_Strict):
-    """Config changes of a treatment arm; the same names as the flags of `hypotrack run`."""
+def _setting_field(setting: RunSetting) -> tuple[Any, Any]:
+    kind: Any = Literal[setting.choices] if setting.choices else setting.type  # type: ignore[valid-type]
+    if setting.multiple:
+        kind = list[kind]
+    constraints = {} if setting.multiple or setting.type is bool else setting.bounds.pydantic()
+    return kind | None, Field(None, description=setting.help, **constraints)
 
-    peft: bool | None = Field(None, description="false = --no-peft (full fine-tuning).")
-    scale_rewards: Literal["group", "batch", "none"] | None = None
-    kl_beta: float | None = Field(None, ge=0.0)
-    loss_type: str | None = None
-    max_prompt_length: int | None = Field(None, ge=1)
-    learning_rate: float | None = Field(None, gt=0.0)
-    max_steps: int | None = Field(None, ge=1)
-    batch_size: int | None = Field(None, ge=1)
-    num_generations: int | None = Field(None, ge=2)
-    logging_steps: int | None = Field(None, ge=1)
-    model: str | None = None
-    dataset: str | None = None
-    rewards: list[str] | None = Field(None, description="Replace the reward functions (e.g. single-component).")
-    plant: list[str] | None = None
+
+class _OverridesBase(_Strict):
+    """Config changes of a treatment arm; the same names as the flags of `hypotrack run` (RUN_SETTINGS)."""
+
+    rewards: list[str] | None = Field(None, description="Replace the reward functions by import path.")
     set: dict[str, Any] = Field(default_factory=dict, description="Any GRPOConfig field, or lora.<field>.")
     critic: dict[str, Any] = Field(default_factory=dict, description="Critic settings changed (trainer: critic).")
     parity: dict[str, Any] = Field(default_factory=dict, description="Parity settings changed (trainer: parity).")
 
-    def is_empty(self) -> bool:
-        return not self.model_dump(exclude_defaults=True)
+    @field_validator("rewards")
+    @classmethod
+    def _import_paths(cls, value: list[str] | None) -> list[str] | None:
+        for path in value or []:
+            if not IMPORT_PATH.match(path):
+                raise ValueError(f"reward function {path!r} must look like 'pkg.module:function'")
+        return value
+
+
+# One field per run setting, with its type, choices and bounds: declared once, in run_settings.py.
+Overrides = create_model(
+    "Overrides", __base__=_OverridesBase, __doc__=_OverridesBase.__doc__,
+    **{setting.name: _setting_field(setting) for setting in RUN_SETTINGS},
+)
 
 
 class Criterion(_Strict):
@@ -219,7 +224,7 @@ class Hypothesis(_Strict):
     control: Overrides = Field(default_factory=Overrides, description="Changes applied to the control arm too.")
     hooks: list[str] = Field(default_factory=list, description="Diagnostics hooks to attach.")
     hook_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    arms: list[Literal["control", "treatment"]] = Field(default_factory=lambda: ["control", "treatment"])
+    arms: list[Literal[ARMS]] = Field(default_factory=lambda: list(ARMS))  # type: ignore[valid-type]
     criteria: Criteria
     resources: Resources = Field(default_factory=Resources)
     links: list[str] = Field(default_factory=list)
@@ -231,6 +236,10 @@ class Hypothesis(_Strict):
         if not HYPOTHESIS_ID.match(value):
             raise ValueError(f"id {value!r} must look like h01")
         return value
+
+    def command_line(self) -> str:
+        """The `hypotrack run` line that tests this hypothesis, its treatment spelled as flags."""
+        return command_line(self.id, self.treatment.model_dump(exclude_defaults=True))
 
     def arms_needed(self) -> set[str]:
         needed: set[str] = set()

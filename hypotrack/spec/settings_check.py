@@ -1,10 +1,12 @@
-"""Type-checks GRPOConfig and LoRA settings against the generated field table."""
+"""Type- and bound-checks GRPOConfig and LoRA settings: the generated field table gives the types,
+run_settings.VALUE_BOUNDS the bounds (the same ones the flags and the YAML models apply)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from .grpo_fields import GRPO_FIELDS, TRL_VERSION
+from .run_settings import bounds_problem
 
 # Fields hypotrack sets itself for every run; a user value would be overwritten or break
 # the bookkeeping, so point to the place that controls them instead.
@@ -62,7 +64,7 @@ def check_setting(key: str, value: Any) -> str | None:
         field = key[len("lora."):]
         if field not in LORA_FIELDS:
             return f"unknown LoRA field {field!r} (known: {', '.join(LORA_FIELDS)})"
-        kind = LORA_FIELDS[field]
+        kind, where = LORA_FIELDS[field], key
     else:
         if key in MANAGED_FIELDS:
             return f"{key!r} is managed by hypotrack: {MANAGED_FIELDS[key]}"
@@ -72,10 +74,11 @@ def check_setting(key: str, value: Any) -> str | None:
             close = difflib.get_close_matches(key, list(GRPO_FIELDS), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             return f"{key!r} is not a GRPOConfig field of trl {TRL_VERSION}{hint}"
-        kind = GRPO_FIELDS[key]
+        kind, where = GRPO_FIELDS[key], f"grpo.{key}"
     if not _matches(value, kind):
         return f"{key} = {value!r} has the wrong type: expected {_describe(kind)}"
-    return None
+    problem = bounds_problem(where, value)
+    return f"{key} {problem}" if problem else None
 
 
 def coerce_cli_value(raw: str) -> Any:

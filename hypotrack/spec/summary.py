@@ -17,13 +17,14 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-PRIORITY_RANK = {"high": 0, "medium": 1, "low": 2}
-FORMAT = 1
+from .vocabulary import PRIORITY_RANK  # noqa: F401 - the roadmap orders by it
+
+FORMAT = 2
 
 # Modules whose contents decide whether a file is valid (models, known hooks and metrics).
 _RULE_MODULES = ("spec/models.py", "spec/loader.py", "spec/metrics.py", "spec/settings_check.py",
-                 "spec/grpo_fields.py", "hooks/catalog.py", "parity/catalog.py", "parity/settings.py",
-                 "critic/catalog.py", "critic/settings.py")
+                 "spec/grpo_fields.py", "spec/run_settings.py", "spec/vocabulary.py", "hooks/manifest.py",
+                 "parity/manifest.py", "parity/settings.py", "critic/manifest.py", "critic/settings.py")
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class HypothesisSummary:
 def _cache_path(project_root: Path) -> Path:
     root = os.environ.get("HYPOTRACK_CACHE") or Path.home() / ".cache" / "hypotrack"
     digest = hashlib.sha1(str(project_root).encode()).hexdigest()[:16]
-    return Path(root) / "catalog" / f"{digest}.json"
+    return Path(root) / "summaries" / f"{digest}.json"
 
 
 def _fingerprint(project_root: Path, extra_files: list[str]) -> list[list]:
@@ -75,18 +76,17 @@ def load_summaries(project_root: Path) -> dict[str, HypothesisSummary]:
 
 
 def _validate_and_cache(project_root: Path, cache: Path, version: str) -> dict[str, HypothesisSummary]:
-    from ..views import run_command
-    from .loader import load_catalog
+    from .loader import load_library
     from .project import Project
 
-    catalog = load_catalog(Project(project_root))
-    catalog.raise_if_problems()
+    library = load_library(Project(project_root))
+    library.raise_if_problems()
     summaries = {
         h.id: HypothesisSummary(h.id, h.title, h.priority, h.statement, h.order_note, tuple(h.prerequisites),
-                                run_command(h), str(catalog.hypothesis_files[h.id]))
-        for h in catalog.hypotheses.values()
+                                h.command_line(), str(library.hypothesis_files[h.id]))
+        for h in library.hypotheses.values()
     }
-    extra = [str(p) for p in catalog.experiment_files.values() if p.parent != project_root / "experiments"]
+    extra = [str(p) for p in library.experiment_files.values() if p.parent != project_root / "experiments"]
     record = {"format": FORMAT, "version": version, "extra_files": extra,
               "fingerprint": _fingerprint(project_root, extra),
               "hypotheses": [asdict(s) for s in summaries.values()]}

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 TASKS = ("arith", "musique-mini")
+MODEL_PREFIX = "toy:"  # a model named "toy:<task>" is the toy lab's warm-started model for that task
 
 _REWARDS = {
     "arith": ["hypotrack.toy.rewards:arith_correct"],
@@ -22,6 +24,31 @@ def is_built(task: str, cache_dir: str | Path | None = None) -> bool:
     from .warmstart import model_dir
 
     return (model_dir(task, 0, cache_dir) / "config.json").exists()
+
+
+def toy_task(model: str | None) -> str | None:
+    """The toy-lab task a model name asks for ("toy:<task>"; plain "toy" means arith), None for any other model."""
+    if model is None or str(model) == "toy":
+        return "arith"
+    if not str(model).startswith(MODEL_PREFIX):
+        return None
+    task = str(model)[len(MODEL_PREFIX):]
+    if task not in TASKS:
+        from hypotrack.errors import HypotrackError
+
+        raise HypotrackError(f"model {model!r}: unknown toy task (known: {', '.join(MODEL_PREFIX + t for t in TASKS)})")
+    return task
+
+
+def resolve_model(model: str | None, on_build: Callable[[str], None] | None = None) -> str:
+    """A path `from_pretrained` can load: a toy model is built into the cache on first use (``on_build``
+    hears what is being built first); any other model is returned as given."""
+    task = toy_task(model)
+    if task is None:
+        return str(model)
+    if on_build is not None and not is_built(task):
+        on_build(f"building the {task} toy model, first run only")
+    return str(ensure_model(task))
 
 
 def ensure_model(task: str, cache_dir: str | Path | None = None) -> Path:

@@ -1,0 +1,148 @@
+"""`python -m hypotrack.bench`: what hypotrack costs per training step, measured in one process.
+
+Three variants on the same model, data, rewards, config and seed, interleaved
+round by round so machine noise hits them alike:
+  plain    TRL's GRPOTrainer as a user would write it;
+  worker   hypotrack's trainer and callback (event stream, error counting, checks), no hooks;
+  hooks    the same with every diagnostics hook attached.
+Step time is the wall time between consecutive step ends (generation, loss,
+backward, optimizer, callbacks and hooks all included), median over the steps
+after a warm-up. `--memory-steps` also runs one long arm with every hook and
+reports resident memory at step 50 and at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+
+class StepClock(TrainerCallback):
+    def __init__(self) -> None:
+        self.ends: list[float] = []
+        self.rss: dict[int, int] = {}
+
+    def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+        self.ends = [time.perf_counter()]
+
+    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        self.ends.append(time.perf_counter())
+        self.rss[state.global_step] = _rss_bytes()
+
+    def step_times(self, warmup: int) -> list[float]:
+        gaps = [b - a for a, b in zip(self.ends, self.ends[1:])]
+        return gaps[warmup:]
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _spec(experiment: str, steps: int, hooks: list[str], out: Path):
+    from hypotrack.run.plan import resolve_arms
+    from hypotrack.spec import Project, load_library
+    from hypotrack.spec.models import Overrides
+
+    library = load_library(Project.locate())
+    library.raise_if_problems()
+    hypothesis = library.hypotheses["h01"].model_copy(update={"hooks": hooks, "hook_settings": {}})
+    exp = library.experiments[experiment]
+    spec = resolve_arms(hypothesis, exp, library.experiment_files[experiment], Overrides(max_steps=steps),
+                        seeds=[0], arms=["control"])[0]
+    return spec.model_copy(update={"output_dir": str(out), "threads": 1})
+
+
+def _train(variant: str, experiment: str, steps: int, out: Path) -> StepClock:
+    import torch
+
+    from hypotrack.hooks import ALL_HOOKS
+    from hypotrack.imports import import_object
+    from hypotrack.protocol import EventWriter
+    from hypotrack.worker.data import load_rows, prepare_prompts
+    from hypotrack.worker.grpo_arm import TrainingCallback, _quiet, build_config, build_hooks
+    from hypotrack.worker.model import build_model, build_peft_config
+
+    torch.set_num_threads(1)
+    spec = _spec(experiment, steps, list(ALL_HOOKS) if variant == "hooks" else [], out)
+    from transformers import set_seed
+
+    set_seed(spec.seed)
+    model, tokenizer = build_model(spec)
+    dataset = prepare_prompts(load_rows(spec.data, spec.seed, spec.experiment_dir), tokenizer, spec.data)
+    args = build_config(spec, out)
+    clock = StepClock()
+    rewards = [import_object(path, spec.experiment_dir) for path in spec.rewards]
+    common: dict[str, Any] = dict(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                                  peft_config=build_peft_config(spec))
+    if variant == "plain":
+        from trl import GRPOTrainer
+
+        trainer = GRPOTrainer(reward_funcs=rewards, callbacks=[clock], **common)
+    else:
+        from hypotrack.worker.rewards import RewardErrorLog, wrap_reward
+        from hypotrack.worker.trainer import HypotrackGRPOTrainer
+
+        log = RewardErrorLog()
+        hooks = build_hooks(spec)
+        events = EventWriter(open(out / "events.jsonl", "w"))  # noqa: SIM115 - as a worker writes them
+        callback = TrainingCallback(events, hooks, steps)
+        trainer = HypotrackGRPOTrainer(reward_funcs=[wrap_reward(r, log) for r in rewards], hooks=hooks,
+                                       reward_errors=log, callbacks=[callback, clock], **common)
+        callback.trainer = trainer
+        _quiet(trainer)
+    trainer.train()
+    for hook in getattr(trainer, "hypotrack_hooks", []):
+        if hasattr(hook, "close"):
+            hook.close()
+    return clock
+
+
+def overhead(experiment: str, steps: int, rounds: int, warmup: int) -> dict[str, Any]:
+    times: dict[str, list[float]] = {"plain": [], "worker": [], "hooks": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for round_index in range(rounds):
+            for variant in times:
+                out = Path(tmp) / f"{variant}-{round_index}"
+                out.mkdir()
+                times[variant] += _train(variant, experiment, steps, out).step_times(warmup)
+    median = {variant: statistics.median(values) for variant, values in times.items()}
+    return {
+        "experiment": experiment, "steps_per_run": steps, "rounds": rounds, "warmup_steps": warmup,
+        "median_step_seconds": median,
+        "worker_vs_plain": median["worker"] / median["plain"],
+        "hooks_vs_worker": median["hooks"] / median["worker"],
+        "hooks_vs_plain": median["hooks"] / median["plain"],
+    }
+
+
+def memory(experiment: str, steps: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        clock = _train("hooks", experiment, steps, Path(tmp))
+    early, late = clock.rss[50], clock.rss[steps]
+    return {"steps": steps, "rss_at_50_mb": early / 2**20, f"rss_at_{steps}_mb": late / 2**20,
+            "growth": late / early - 1}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hypotrack.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--experiment", default="toy_arith")
+    parser.add_argument("--steps", type=int, default=40, help="steps per run")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of the three variants")
+    parser.add_argument("--warmup", type=int, default=5, help="steps dropped at the start of each run")
+    parser.add_argument("--memory-steps", type=int, default=0, help="also run one all-hooks arm this long")
+    args = parser.parse_args(argv)
+    report = overhead(args.experiment, args.steps, args.rounds, args.warmup)
+    if args.memory_steps:
+        report["memory"] = memory(args.experiment, args.memory_steps)
+    print(json.dumps(report, indent=2))
+    return 0

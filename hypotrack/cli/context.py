@@ -1,0 +1,76 @@
+"""Per-invocation state of the CLI: where the project and the registry are, opened on first use."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+class Context:
+    def __init__(self, db: str | None, project: str | None):
+        self.db_url = db
+        self.project_root = project
+        self._registry = None
+        self._library = None
+        self._summaries = None
+
+    def registry(self, reconcile: bool = True):  # noqa: ANN201 - hypotrack.registry.Registry
+        if self._registry is None:
+            from hypotrack.registry import open_registry
+            from hypotrack.registry.reconcile import reconcile as reconcile_dead
+
+            self._registry = open_registry(self.db_url)
+            if reconcile:
+                dead = reconcile_dead(self._registry)
+                for run in dead:
+                    click.echo(f"note: test run {run.id} of {run.hypothesis_id} (pid {run.pid}) had died; "
+                               f"marked killed, {run.hypothesis_id} is back to {run.previous_status}", err=True)
+                if any(run.mlflow_parent_run_id for run in dead):
+                    from hypotrack.run.close_runs import spawn_detached
+
+                    spawn_detached(self._registry.url)  # ends their MLflow runs as KILLED, in the background
+        return self._registry
+
+    def library(self):  # noqa: ANN201 - hypotrack.spec.Library
+        """Every hypothesis and experiment, validated (any problem raises SpecError)."""
+        if self._library is None:
+            from hypotrack.spec import Project, load_library
+
+            library = load_library(Project.locate(self.project_root))
+            library.raise_if_problems()
+            self._library = library
+        return self._library
+
+    def summaries(self):  # noqa: ANN201
+        """Validated summaries of every hypothesis, from the cache when no file changed (no pydantic then)."""
+        if self._summaries is None:
+            from hypotrack.spec.project import Project
+            from hypotrack.spec.summary import load_summaries
+
+            self._summaries = load_summaries(Project.locate(self.project_root).root)
+        return self._summaries
+
+    def check_id(self, hypothesis_id: str) -> None:
+        known = self.summaries()
+        if hypothesis_id not in known:
+            from hypotrack.spec.project import Project
+
+            where = Project.locate(self.project_root).hypotheses_dir
+            raise click.BadParameter(f"no hypothesis {hypothesis_id!r} in {where} "
+                                     f"(known: {', '.join(sorted(known)) or 'none'})", param_hint="ID")
+
+    def hypothesis(self, hypothesis_id: str):  # noqa: ANN201
+        """The full, validated definition (show, run)."""
+        self.check_id(hypothesis_id)
+        return self.library().hypotheses[hypothesis_id]
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+def console():  # noqa: ANN201 - a rich Console
+    from rich.console import Console
+
+    # Piped output (logs, CI, `| less`) gets a wide fixed width instead of rich's 80 columns.
+    return Console(soft_wrap=False) if sys.stdout.isatty() else Console(width=160)

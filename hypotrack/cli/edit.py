@@ -1,0 +1,50 @@
+"""Commands that write to the registry by hand: mark a status, add a note."""
+
+from __future__ import annotations
+
+import click
+
+from hypotrack.cli.context import Context, pass_ctx
+from hypotrack.spec.vocabulary import STATUSES
+
+
+@click.command()
+@click.argument("hypothesis_id", metavar="ID")
+@click.argument("new_status", metavar="STATUS",
+                type=click.Choice(STATUSES))
+@click.option("--confidence", type=click.FloatRange(0.0, 1.0), help="Confidence between 0 and 1.")
+@click.option("--note", default="", help="Why: stored with the status change.")
+@pass_ctx
+def mark(ctx: Context, hypothesis_id: str, new_status: str, confidence: float | None, note: str) -> None:
+    """Set a hypothesis's status by hand (the change and its reason go to the history).
+
+    \b
+    Example:
+        hypotrack mark h03 partial --confidence 0.8 --note "KL beta=0 fixed gradients, not rewards"
+    """
+    from hypotrack.registry.store import set_status
+
+    ctx.check_id(hypothesis_id)
+    change = set_status(ctx.registry(), hypothesis_id, new_status, reason=note or "marked by hand",
+                        confidence=confidence)
+    click.echo(f"{hypothesis_id}: {change.from_status} -> {change.to_status}")
+
+
+@click.command()
+@click.argument("hypothesis_id", metavar="ID")
+@click.argument("text")
+@pass_ctx
+def note(ctx: Context, hypothesis_id: str, text: str) -> None:
+    """Attach a free-form note to a hypothesis.
+
+    \b
+    Example:
+        hypotrack note h02 "env tokens are masked since commit abc123"
+    """
+    from hypotrack.registry.store import add_note
+
+    ctx.check_id(hypothesis_id)
+    if not text.strip():
+        raise click.BadParameter("the note is empty", param_hint="TEXT")
+    add_note(ctx.registry(), hypothesis_id, text)
+    click.echo(f"{hypothesis_id}: note added")

@@ -1,0 +1,208 @@
+"""Commands that read the investigation: status, show, next, log and report.
+
+They import click, rich, SQLAlchemy and the cached hypothesis summaries; never torch,
+mlflow or trl (tests/test_cli_imports.py and the import contracts check it).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from hypotrack.cli.context import Context, console, pass_ctx
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@pass_ctx
+def status(ctx: Context, as_json: bool) -> None:
+    """Show every hypothesis with its status, confidence, latest evidence and last run.
+
+    \b
+    Example:
+        hypotrack status --json | jq '.[] | select(.status=="validated")'
+    """
+    from hypotrack.registry.queries import overview
+    from hypotrack.report import STATUS_ICONS, confidence_label, status_rows
+
+    summaries = ctx.summaries()
+    rows = status_rows(summaries, overview(ctx.registry(), list(summaries)))
+    if as_json:
+        click.echo(json.dumps([row.as_json() for row in rows], indent=2))
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="Current Status Summary", title_justify="left", expand=False)
+    for column in ("ID", "Hypothesis", "Priority", "Status", "Confidence", "Latest evidence or note", "Last run"):
+        table.add_column(column, overflow="fold")
+    for row in rows:  # free text is escaped: "[control, min]" in evidence is not rich markup
+        table.add_row(row.id, escape(row.title), row.priority.upper(), f"{STATUS_ICONS.get(row.status, '')} {row.status}",
+                      confidence_label(row.confidence), escape(row.evidence), row.last_run)
+    console().print(table)
+
+
+@click.command()
+@click.argument("hypothesis_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_ctx
+def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
+    """Show one hypothesis: its definition, status history, notes and test runs.
+
+    \b
+    Example:
+        hypotrack show h06
+    """
+    from hypotrack.registry import queries
+    from hypotrack.report import confidence_label, test_run_json
+
+    hyp = ctx.hypothesis(hypothesis_id)
+    registry = ctx.registry()
+    changes = queries.history(registry, hypothesis_id)
+    notes = queries.notes(registry, hypothesis_id)
+    runs = queries.test_runs(registry, hypothesis_id)
+    current = queries.overview(registry, [hypothesis_id])[hypothesis_id]
+    if as_json:
+        click.echo(json.dumps({
+            "definition": hyp.model_dump(mode="json"), "status": current.status, "confidence": current.confidence,
+            "file": str(ctx.library().hypothesis_files[hypothesis_id]),
+            "history": [{"from": c.from_status, "to": c.to_status, "confidence": c.confidence, "reason": c.reason,
+                         "evidence": c.evidence, "who": c.actor, "at": c.at.isoformat(), "test_run": c.test_run_id}
+                        for c in changes],
+            "notes": [{"text": n.text, "who": n.author, "at": n.at.isoformat()} for n in notes],
+            "runs": [test_run_json(r) for r in runs],
+        }, indent=2, default=str))
+        return
+    import yaml
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.table import Table
+
+    out = console()
+    header = (f"[bold]{hyp.id.upper()}: {escape(hyp.title)}[/]  priority {hyp.priority.upper()}  status "
+              f"[bold]{current.status}[/]  confidence {confidence_label(current.confidence)}\n"
+              f"file {ctx.library().hypothesis_files[hypothesis_id]}\n\n{escape(hyp.statement.strip())}")
+    if hyp.rationale:
+        header += f"\n\n[dim]Rationale:[/] {escape(hyp.rationale.strip())}"
+    header += f"\n\n[dim]Test:[/] {hyp.command_line()}   [dim]prerequisites:[/] {', '.join(hyp.prerequisites) or 'none'}"
+    header += f"   [dim]hooks:[/] {', '.join(hyp.hooks) or 'none'}"
+    if hyp.resources.time or hyp.resources.memory:
+        header += f"\n[dim]Resources:[/] time {hyp.resources.time or '-'}, memory {hyp.resources.memory or '-'}"
+    out.print(Panel(header, expand=False))
+    out.print("[bold]Criteria[/]")
+    out.print(yaml.safe_dump(hyp.criteria.model_dump(mode="json", exclude_defaults=True), sort_keys=False))
+    table = Table(title="History", title_justify="left")
+    for column in ("When", "From", "To", "Confidence", "Reason", "Who"):
+        table.add_column(column, overflow="fold")
+    for c in changes:
+        table.add_row(c.at.strftime("%Y-%m-%d %H:%M:%S"), c.from_status, c.to_status, confidence_label(c.confidence),
+                      escape(c.reason), escape(c.actor))
+    out.print(table if changes else "[dim]No status changes yet.[/]")
+    if notes:
+        out.print("[bold]Notes[/]")
+        for n in notes:
+            out.print(f"  {n.at:%Y-%m-%d %H:%M} {escape(n.author)}: {escape(n.text)}")
+    runs_table = Table(title="Test runs", title_justify="left")
+    for column in ("Id", "Started", "State", "Verdict", "Confidence", "Seeds", "MLflow parent run", "Summary"):
+        runs_table.add_column(column, overflow="fold")
+    for r in runs:
+        runs_table.add_row(r.id, f"{r.started_at:%Y-%m-%d %H:%M}", r.state, r.verdict or "-",
+                           confidence_label(r.confidence), ",".join(map(str, r.seeds)),
+                           r.mlflow_parent_run_id or "-", escape(r.summary or r.error or ""))
+    out.print(runs_table if runs else "[dim]No test runs yet.[/]")
+
+
+@click.command(name="next")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_ctx
+def next_(ctx: Context, as_json: bool) -> None:
+    """Say which hypothesis to test next, and why (priority, prerequisites, status).
+
+    \b
+    Example:
+        hypotrack next
+    """
+    from hypotrack.registry.queries import overview
+    from hypotrack.report import next_step
+
+    summaries = ctx.summaries()
+    statuses = {k: v.status for k, v in overview(ctx.registry(), list(summaries)).items()}
+    step = next_step(summaries, statuses)
+    if as_json:
+        click.echo(json.dumps({"next": step.hypothesis.id if step.hypothesis else None, "reason": step.reason,
+                               "command": step.hypothesis.command if step.hypothesis else None,
+                               "blocked": step.blocked}, indent=2))
+        return
+    if step.hypothesis is None:
+        click.echo(step.reason)
+    else:
+        click.echo(f"Next: {step.hypothesis.id.upper()}: {step.hypothesis.title}")
+        click.echo(f"Why: {step.reason}")
+        click.echo(f"Run: {step.hypothesis.command}")
+    for line in step.blocked:
+        click.echo(f"  blocked: {line}")
+
+
+@click.command()
+@click.option("--limit", type=click.IntRange(1), default=50, show_default=True, help="Show at most this many runs.")
+@click.option("--hypothesis", "hypothesis_id", metavar="ID", help="Only this hypothesis's runs.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_ctx
+def log(ctx: Context, limit: int, hypothesis_id: str | None, as_json: bool) -> None:
+    """Show the experiments log: test runs, newest first.
+
+    \b
+    Example:
+        hypotrack log --hypothesis h01 --limit 5
+    """
+    from hypotrack.registry.queries import test_runs
+    from hypotrack.report import confidence_label, test_run_json
+
+    if hypothesis_id:
+        ctx.check_id(hypothesis_id)
+    runs = test_runs(ctx.registry(), hypothesis_id, limit)
+    if as_json:
+        click.echo(json.dumps([test_run_json(r) for r in runs], indent=2))
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="Experiments log", title_justify="left")
+    for column in ("Started", "Hypothesis", "Test run", "State", "Verdict", "Confidence", "Summary"):
+        table.add_column(column, overflow="fold")
+    for r in runs:
+        table.add_row(f"{r.started_at:%Y-%m-%d %H:%M}", r.hypothesis_id, r.id, r.state, r.verdict or "-",
+                      confidence_label(r.confidence), escape(r.summary or r.error or ""))
+    console().print(table if runs else "No test runs yet.")
+
+
+@click.command()
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path),
+              help="Write the markdown here instead of stdout.")
+@pass_ctx
+def report(ctx: Context, output: Path | None) -> None:
+    """Write a markdown report: status summary, next action and the experiments log.
+
+    \b
+    Example:
+        hypotrack report -o docs/debug/README.md
+    """
+    from hypotrack.registry.queries import overview, test_runs
+    from hypotrack.report import next_step, render_report, status_rows
+
+    summaries = ctx.summaries()
+    registry = ctx.registry()
+    overviews = overview(registry, list(summaries))
+    rows = status_rows(summaries, overviews)
+    step = next_step(summaries, {k: v.status for k, v in overviews.items()})
+    text = render_report(rows, test_runs(registry), step)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"cannot write report to {output}: {exc.strerror}") from None
+    click.echo(f"report written to {output}")

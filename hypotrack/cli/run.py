@@ -1,0 +1,166 @@
+"""`hypotrack run`: a thin layer over hypotrack.run.prepare_test and run_prepared.
+
+Its run-setting flags are generated from RUN_SETTINGS (spec/run_settings.py), with
+the types, choices and bounds declared there. Kept out of the CLI's package
+__init__ so the read-only commands never pay for these imports.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from hypotrack.cli.context import Context, console, pass_ctx
+from hypotrack.spec.run_settings import RUN_SETTINGS, RunSetting
+
+
+class BoundedNumber(click.ParamType):
+    """An int or float within a run setting's declared bounds; NaN and infinities are refused."""
+
+    def __init__(self, setting: RunSetting):
+        self.setting = setting
+        self.name = setting.type.__name__
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, self.setting.type) and not isinstance(value, bool):
+            number = value
+        else:
+            try:
+                number = self.setting.type(value)
+            except (TypeError, ValueError):
+                self.fail(f"{value!r} is not {'an integer' if self.setting.type is int else 'a number'}", param, ctx)
+        problem = self.setting.bounds.problem(number)
+        if problem:
+            self.fail(problem, param, ctx)
+        return number
+
+
+def setting_option(setting: RunSetting) -> Callable[[Callable], Callable]:
+    """The click option of one run setting."""
+    if setting.type is bool:
+        if setting.flag:  # e.g. --no-peft: given means False, absent means "as declared"
+            return click.option(setting.flag_name, setting.name, flag_value=False, default=None, help=setting.help)
+        return click.option(setting.flag_name, setting.name, flag_value=True, default=None, help=setting.help)
+    if setting.choices:
+        kind: click.ParamType = click.Choice(setting.choices)
+    elif setting.type in (int, float):
+        kind = BoundedNumber(setting)
+    else:
+        kind = click.STRING
+    return click.option(setting.flag_name, setting.name, type=kind, multiple=setting.multiple,
+                        metavar=setting.metavar or None, help=setting.help)
+
+
+def run_setting_options(command: Callable) -> Callable:
+    for setting in reversed(RUN_SETTINGS):
+        command = setting_option(setting)(command)
+    return command
+
+
+def _parse_sets(values: tuple[str, ...]) -> dict:
+    from hypotrack.spec.settings_check import check_setting, coerce_cli_value
+
+    out = {}
+    for item in values:
+        if "=" not in item:
+            raise click.BadParameter(f"{item!r} must look like KEY=VALUE", param_hint="--set")
+        key, raw = item.split("=", 1)
+        key, value = key.strip(), coerce_cli_value(raw)
+        message = check_setting(key, value)
+        if message:
+            raise click.BadParameter(message, param_hint=f"--set {key}")
+        out[key] = value
+    return out
+
+
+@click.command()
+@click.argument("hypothesis_id", metavar="ID")
+@click.option("--experiment", metavar="NAME|PATH", help="Experiment to run instead of the hypothesis's default.")
+@click.option("--seeds", type=click.IntRange(1, 64), help="Number of seeds (0..N-1) instead of the experiment's list.")
+@run_setting_options
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Treatment arm: any GRPOConfig field or lora.<field>, type-checked (repeatable).")
+@click.option("--arms", "arm_names", metavar="ARMS", help="Comma-separated arms to run [the hypothesis's arms].")
+@click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), help="Where arms write [./outputs].")
+@click.option("--parallel", type=click.IntRange(1), help="Workers at once [number of CPU cores].")
+@click.option("--launcher", type=click.Choice(["python", "accelerate"]), default="python", show_default=True,
+              help="How workers start; accelerate for multi-GPU machines.")
+@click.option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow tracking URI [env MLFLOW_TRACKING_URI].")
+@click.option("--mlflow-experiment", metavar="NAME", help="MLflow experiment [hypotrack/<ID>].")
+@click.option("--deterministic", is_flag=True, help="Set every seed and deterministic switch; recorded with the run.")
+@click.option("--dry-run", is_flag=True, help="Print the resolved arms and configs; train nothing.")
+@pass_ctx
+def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | None, sets: tuple[str, ...],
+        arm_names: str | None, output_dir: Path | None, parallel: int | None, launcher: str,
+        tracking_uri: str | None, mlflow_experiment: str | None, deterministic: bool, dry_run: bool,
+        **settings: Any) -> None:
+    """Test a hypothesis: train control and treatment arms over seeds, log to MLflow, record the verdict.
+
+    Flags that describe the setup (--max-steps, --batch-size, --num-generations, --logging-steps,
+    --model, --dataset, --plant) apply to both arms; the others change the treatment arm only,
+    on top of the hypothesis's own treatment.
+
+    \b
+    Example:
+        hypotrack run h06 --no-peft
+        hypotrack run h01 --seeds 3 --scale-rewards none --dry-run
+    """
+    from hypotrack.run.api import prepare_test
+
+    ctx.check_id(hypothesis_id)
+    given = {name: (list(value) if isinstance(value, tuple) else value) for name, value in settings.items()
+             if value not in (None, ())}
+    if sets:
+        given["set"] = _parse_sets(sets)
+    arms = [a.strip() for a in arm_names.split(",") if a.strip()] if arm_names else None
+    # Recorded with the test run (a JSON column): paths and tuples become strings and lists.
+    flags = json.loads(json.dumps({k: v for k, v in click.get_current_context().params.items()
+                                   if v not in (None, False, (), "") and k not in ("hypothesis_id", "dry_run")},
+                                  default=str))
+    plan = prepare_test(ctx.library(), hypothesis_id, experiment=experiment, settings=given, seeds=seeds,
+                        arms=arms, deterministic=deterministic, flags=flags)
+    if dry_run:
+        _print_plan(plan.specs, plan.config_hash)
+        return
+    _run(ctx, plan, parallel, launcher, output_dir, tracking_uri, mlflow_experiment)
+
+
+def _print_plan(specs, digest: str) -> None:  # noqa: ANN001
+    from rich.syntax import Syntax
+
+    out = console()
+    out.print(f"[bold]{len(specs)} runs[/] (config hash {digest}); nothing is trained in a dry run.")
+    shown = set()
+    for spec in specs:
+        if spec.arm in shown:
+            continue
+        shown.add(spec.arm)
+        seeds = [s.seed for s in specs if s.arm == spec.arm]
+        body = spec.model_dump(exclude={"test_id", "output_dir", "threads", "seed"})
+        out.print(f"\n[bold]{spec.arm}[/] seeds {seeds}")
+        out.print(Syntax(json.dumps(body, indent=2, default=str), "json", theme="ansi_dark", word_wrap=True))
+
+
+def _run(ctx: Context, plan, parallel, launcher, output_dir, tracking_uri, mlflow_experiment) -> None:  # noqa: ANN001
+    from hypotrack.cli.progress import ProgressDisplay, print_outcome
+    from hypotrack.run.api import run_prepared
+    from hypotrack.run.lifecycle import RunOptions
+
+    out = console()
+    registry = ctx.registry()
+    options = RunOptions(parallel=parallel, launcher=launcher, output_dir=output_dir, tracking_uri=tracking_uri,
+                         mlflow_experiment=mlflow_experiment, flags=plan.flags)
+    with ProgressDisplay(out) as display:
+        def announce(test_id: str, parent_id: str, uri: str) -> None:
+            display.note(f"test run {test_id}: {len(plan.specs)} runs, MLflow parent run {parent_id} ({uri})")
+
+        outcome = run_prepared(plan, registry, options, display.update, announce)
+    print_outcome(out, plan.hypothesis, outcome)
+    if outcome.state == "killed":
+        sys.exit(130)
+    if outcome.state == "failed":
+        sys.exit(1)

@@ -1,0 +1,115 @@
+"""`hypotrack selftest`: the confusion matrix of planted faults x hypotheses."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from hypotrack.cli.context import Context, console, pass_ctx
+
+DEFAULT_HYPOTHESES = ("h01", "h02", "h03", "h04", "h05", "h06")
+
+
+def _names(value: str | None, known: list[str], what: str) -> list[str] | None:
+    if not value:
+        return None
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise click.BadParameter(f"unknown {what} {', '.join(unknown)} (known: {', '.join(known)})")
+    return names
+
+
+@click.command()
+@click.option("--faults", help="Comma-separated planted faults [all]; 'clean' is the unfaulted row.")
+@click.option("--hypotheses", "hypothesis_ids", help="Comma-separated hypothesis ids [h01..h06].")
+@click.option("--seeds", type=click.IntRange(1, 16), default=1, show_default=True, help="Seeds per cell.")
+@click.option("--max-steps", type=click.IntRange(1), help="Training steps per arm [each experiment's own].")
+@click.option("--parallel", type=click.IntRange(1), help="Workers at once [number of CPU cores].")
+@click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where the selftest's registry, MLflow store and runs go [a new temporary folder].")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@pass_ctx
+def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds: int, max_steps: int | None,
+             parallel: int | None, output_dir: Path | None, as_json: bool) -> None:
+    """Run every hypothesis against every planted fault and a clean run; print the confusion matrix.
+
+    Each planted fault should validate its own hypothesis and no other, and the clean
+    run should validate none. The selftest uses a registry and MLflow store of its own
+    (never yours), under --output-dir.
+
+    \b
+    Example:
+        hypotrack selftest
+        hypotrack selftest --faults clean,lora_not_synced --hypotheses h06 --max-steps 10
+    """
+    from hypotrack.registry import open_registry
+    from hypotrack.run.lifecycle import default_parallel
+    from hypotrack.run.selftest import CLEAN, run_selftest
+    from hypotrack.toy.faults import FAULTS
+    from hypotrack.tracking import Tracker
+
+    library = ctx.library()
+    rows = _names(faults, [CLEAN, *FAULTS], "fault") or [CLEAN, *FAULTS]
+    hypotheses = _names(hypothesis_ids, sorted(library.hypotheses), "hypothesis") or [
+        h for h in DEFAULT_HYPOTHESES if h in library.hypotheses]
+    root = output_dir or Path(tempfile.mkdtemp(prefix=f"hypotrack-selftest-{time.strftime('%Y%m%d-%H%M%S')}-"))
+    root.mkdir(parents=True, exist_ok=True)
+    registry = open_registry(f"sqlite:///{(root / 'selftest.db').resolve()}")
+    tracker = Tracker(f"sqlite:///{(root / 'mlflow.db').resolve()}")
+    out = console()
+    done: set[str] = set()
+
+    def progress(arms) -> None:  # noqa: ANN001
+        finished = [a for a in arms if a.status in ("finished", "failed", "killed")]
+        for arm in finished:
+            if arm.spec.output_dir not in done:
+                done.add(arm.spec.output_dir)
+                if not as_json:
+                    out.print(f"[{len(done)}/{len(arms)}] {','.join(arm.spec.plant) or CLEAN:>22} "
+                                  f"{arm.spec.experiment_name:<13} {arm.spec.arm:<9} {arm.status} "
+                                  f"reward {arm.reward if arm.reward is None else round(arm.reward, 3)} "
+                                  f"({arm.elapsed:.0f}s) {arm.error[:80] if arm.status != 'finished' else ''}")
+
+    result = run_selftest(library, registry, tracker, root, rows, hypotheses, list(range(seeds)), max_steps,
+                          parallel or default_parallel(8), progress)
+    if as_json:
+        click.echo(json.dumps(result.as_json(), indent=2))
+    else:
+        _print_matrix(out, result)
+        out.print(f"Registry and MLflow store: {root}  (hypotrack ui --tracking-uri sqlite:///{root / 'mlflow.db'})")
+    hits, total = result.diagonal()
+    if result.failed_runs or hits < total or result.false_validations():
+        sys.exit(1)
+
+
+def _print_matrix(out, result) -> None:  # noqa: ANN001
+    from rich.table import Table
+
+    from hypotrack.run.selftest import CLEAN
+
+    table = Table(title="Planted fault x hypothesis (cells: verdict, confidence)", title_justify="left")
+    table.add_column("planted fault")
+    for hyp in result.hypotheses:
+        table.add_column(hyp, justify="center")
+    for row in result.rows:
+        cells = []
+        for hyp in result.hypotheses:
+            verdict = result.verdicts[(row, hyp)]
+            text = verdict.status if verdict.confidence is None else f"{verdict.status} {verdict.confidence:.2f}"
+            own = result.expected.get(row) == hyp
+            colour = "green" if (verdict.status == "validated") == own and own else (
+                "red" if verdict.status == "validated" or own else "dim")
+            cells.append(f"[{colour}]{text}[/]")
+        table.add_row(row if row == CLEAN else f"{row} ({result.expected[row]})", *cells)
+    out.print(table)
+    hits, total = result.diagonal()
+    false = result.false_validations()
+    out.print(f"Diagonal: {hits}/{total} validated; false validations: {len(false)}"
+                  + (f" ({', '.join(f'{r}/{h}' for r, h in false)})" if false else "")
+                  + f"; {result.unique_runs} training runs, {result.failed_runs} failed, {result.seconds / 60:.1f} min.")

@@ -1,0 +1,30 @@
+"""The runner side of a `hypotrack run`: plan the arms, start the workers, record everything, decide.
+
+- api.py         what a notebook (or the CLI) calls: `prepare_test`, then `run_prepared`
+- plan.py        arms x seeds from an experiment, a hypothesis and the run settings
+- preflight.py   a missing model, dataset or import path fails before anything is recorded
+- lifecycle.py   one test from start to verdict, with interrupts handled
+- workers.py     worker scheduling and the handler of each worker event
+- launchers.py   how a worker process starts (python, accelerate)
+- records.py     what goes to MLflow besides the metrics; plots.py the reward curves
+- signals.py     Ctrl-C and SIGTERM as a flag the loop checks
+- selftest.py    planted faults x hypotheses, sharing arms between cells
+- close_runs.py  ends the MLflow runs of a runner that died;  mlflow_ui.py  `hypotrack ui`
+
+The runner is the only MLflow client of a test (hypotrack.tracking); workers never are.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {"prepare_test": "api", "run_prepared": "api", "TestPlan": "api", "RunOptions": "lifecycle",
+            "TestOutcome": "lifecycle"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'hypotrack.run' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

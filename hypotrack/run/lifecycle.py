@@ -1,0 +1,137 @@
+"""One test of a hypothesis, start to end: record it, run the arms, decide, record the verdict.
+
+Order of operations matters for reliability:
+1. resolve every arm's config and check the inputs (nothing is recorded if they are bad);
+2. record the test run (the hypothesis goes to `testing`) and create the MLflow runs;
+3. run the workers; Ctrl-C/SIGTERM stops them and ends everything as killed;
+4. evaluate the criteria, then write the verdict to MLflow and the registry.
+Whatever happens after step 2, a `finally` ends the MLflow runs and the test run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from hypotrack.protocol import ArmSpec
+from hypotrack.run import signals
+from hypotrack.run.plan import config_hash
+from hypotrack.run.preflight import preflight
+from hypotrack.run.records import log_outcome, log_plan
+from hypotrack.run.workers import ArmState, Display, run_workers, series_by_arm, stop_all
+from hypotrack.spec.models import Hypothesis
+from hypotrack.spec.vocabulary import ARMS
+from hypotrack.tracking import Tags
+from hypotrack.verdict import Verdict, decide
+
+# How an arm's or a test's state reads as an MLflow run status.
+MLFLOW_STATUS = {"finished": "FINISHED", "killed": "KILLED"}
+
+
+@dataclass
+class RunOptions:
+    parallel: int | None = None
+    launcher: str = "python"
+    output_dir: Path | None = None
+    tracking_uri: str | None = None
+    mlflow_experiment: str | None = None
+    flags: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TestOutcome:
+    test_id: str
+    state: str
+    verdict: Verdict | None
+    arms: list[ArmState]
+    parent_run_id: str | None
+    tracking_uri: str
+    seconds: float
+    output_dir: Path
+
+
+def default_parallel(count: int) -> int:
+    return max(1, min(count, os.cpu_count() or 1))
+
+
+def run_test(
+    hypothesis: Hypothesis,
+    hypothesis_file: Path,
+    specs: list[ArmSpec],
+    registry,  # noqa: ANN001
+    options: RunOptions,
+    display: Display | None = None,
+    on_start: Callable[[str, str, str], None] | None = None,
+) -> TestOutcome:
+    from hypotrack.registry import store
+    from hypotrack.tracking import Tracker, close_orphaned_runs
+
+    preflight(specs)
+    tracker = Tracker(options.tracking_uri)
+    close_orphaned_runs(registry, tracker)
+    arms_used = sorted({s.arm for s in specs}, key=ARMS.index)
+    seeds = sorted({s.seed for s in specs})
+    digest = config_hash(specs)
+    test = store.start_test_run(registry, hypothesis.id, experiment=specs[0].experiment_name, arms=arms_used,
+                                seeds=seeds, config_hash=digest, flags=options.flags, tracking_uri=tracker.uri)
+    out_root = (options.output_dir or Path.cwd() / "outputs") / f"{hypothesis.id}-{test.id}"
+    parallel = options.parallel or default_parallel(len(specs))
+    threads = max(1, (os.cpu_count() or 1) // parallel)
+    arms = []
+    for spec in specs:
+        directory = out_root / f"{spec.arm}-seed{spec.seed}"
+        arms.append(ArmState(spec=spec.model_copy(update={"test_id": test.id, "output_dir": str(directory),
+                                                           "threads": threads}), dir=directory))
+    parent_id: str | None = None
+    state, verdict, error = "failed", None, None
+    started = time.time()
+    previous_handlers = signals.install()
+    try:
+        experiment_id = tracker.experiment_id(options.mlflow_experiment or f"hypotrack/{hypothesis.id}")
+        base_tags = {Tags.HYPOTHESIS: hypothesis.id, Tags.TEST: test.id}
+        parent_id = tracker.create_run(experiment_id, f"{hypothesis.id} test {test.id}",
+                                       {**base_tags, Tags.KIND: "test"})
+        for arm in arms:
+            arm.run_id = tracker.create_run(
+                experiment_id, f"{arm.spec.arm}-seed{arm.spec.seed}",
+                {**base_tags, Tags.ARM: arm.spec.arm, Tags.SEED: str(arm.spec.seed), Tags.KIND: "arm"}, parent_id)
+        store.attach_mlflow(registry, test.id, parent_id, {arm.spec.key: arm.run_id for arm in arms})
+        log_plan(tracker, parent_id, hypothesis, hypothesis_file, arms, digest, options.flags, options.launcher)
+        if on_start:
+            on_start(test.id, parent_id, tracker.uri)
+        signals.check_stop()
+        run_workers(arms, options.launcher, parallel, tracker, display)
+        signals.check_stop()
+        failed = {a.spec.key: a.error or a.status for a in arms if a.status != "finished"}
+        verdict = decide(hypothesis, series_by_arm(arms), seeds, failed)
+        log_outcome(tracker, parent_id, arms, verdict, out_root)
+        state = "failed" if failed else "finished"
+    except signals.Stop:
+        state, error = "killed", "stopped by the user (Ctrl-C or SIGTERM)"
+        stop_all(arms, tracker)
+    except BaseException as exc:
+        state, error = "failed", f"{type(exc).__name__}: {exc}"
+        stop_all(arms, tracker)
+        raise
+    finally:
+        signals.ignore()  # bookkeeping must complete even if the user presses Ctrl-C again
+        for arm in arms:
+            if arm.run_id:
+                arm_status = MLFLOW_STATUS.get(arm.status, "FAILED")
+                if state == "killed" and arm.status != "finished":
+                    arm_status = "KILLED"
+                tracker.end(arm.run_id, arm_status)
+        if parent_id:
+            tracker.end(parent_id, MLFLOW_STATUS.get(state, "FAILED"))
+        run_ids = {arm.spec.key: arm.run_id for arm in arms}
+        if verdict is not None and state in ("finished", "failed"):
+            store.finish_test_run(registry, test.id, state=state, verdict=verdict.status,
+                                  confidence=verdict.confidence, summary=verdict.summary,
+                                  evidence=verdict.evidence(run_ids), error=error)
+        else:
+            store.finish_test_run(registry, test.id, state=state, error=error)
+        signals.restore(previous_handlers)
+    return TestOutcome(test.id, state, verdict, arms, parent_id, tracker.uri, time.time() - started, out_root)

@@ -1,0 +1,77 @@
+"""Fail before training on a missing model, dataset or import path, so nothing is recorded for a bad setup."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hypotrack.errors import HypotrackError
+from hypotrack.imports import import_object
+from hypotrack.protocol import ArmSpec
+from hypotrack.toy.lab import toy_task
+
+
+def preflight(specs: list[ArmSpec]) -> None:
+    checked: set[str] = set()
+    for spec in specs:
+        for path in spec.rewards:
+            if path not in checked:
+                import_object(path, spec.experiment_dir, "reward function")
+                checked.add(path)
+        if spec.data.get("loader") and spec.data["loader"] not in checked:
+            import_object(spec.data["loader"], spec.experiment_dir, "dataset loader")
+            checked.add(spec.data["loader"])
+        if spec.data.get("dataset") and spec.data["dataset"] not in checked:
+            checked.add(spec.data["dataset"])
+            _check_dataset(spec.data["dataset"])
+        model = spec.model
+        if model in checked:
+            continue
+        checked.add(model)
+        if toy_task(model) is not None:
+            continue
+        if Path(model).expanduser().exists():
+            if not (Path(model).expanduser() / "config.json").exists():
+                raise HypotrackError(f"model {model!r} is a folder without config.json: not a transformers model")
+        elif model.startswith((".", "/", "~")) or model.count("/") > 1:
+            raise HypotrackError(f"model {model!r}: no such folder")
+        else:
+            _check_hub_model(model)
+
+
+def _check_dataset(dataset: str) -> None:
+    """A local folder must exist; a hub dataset must be resolvable (metadata only, no download)."""
+    name, config = ([*dataset.split(","), ""])[:2]
+    path = Path(name).expanduser()
+    if path.exists():
+        return
+    if name.startswith((".", "/", "~")):
+        raise HypotrackError(f"dataset {dataset!r}: {name} does not exist")
+    try:
+        from datasets import load_dataset_builder
+
+        load_dataset_builder(name, config or None)
+    except Exception as exc:  # noqa: BLE001 - offline, typo, gated, missing config
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise HypotrackError(f"dataset {dataset!r} could not be found: {first}") from None
+
+
+def _check_hub_model(model: str) -> None:
+    """A hub id must be in the local cache or reachable; say which before ten minutes of set-up."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(model, "config.json"), str):
+            return
+    except Exception:  # noqa: BLE001 - a malformed id is reported below
+        pass
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise HypotrackError(f"model {model!r} is not a local folder and not in the Hugging Face cache, "
+                             "and HF_HUB_OFFLINE=1 forbids downloading it")
+    try:
+        from transformers import AutoConfig
+
+        AutoConfig.from_pretrained(model)
+    except Exception as exc:  # noqa: BLE001 - network, auth, typos
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise HypotrackError(f"model {model!r} is not a local folder and could not be fetched: {first}") from None

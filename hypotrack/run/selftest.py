@@ -1,0 +1,171 @@
+"""`hypotrack selftest`: does each hypothesis catch its own planted bug, and only that one?
+
+Rows are planted faults (plus a clean run), columns are hypotheses, cells are
+verdicts. Only the arms a hypothesis's criteria read are trained, and arms
+that come out identical across cells (same experiment, fault, overrides and
+seed) are trained once and shared: every arm carries the union of the
+hypotheses' hooks, so e.g. the clean toy_arith control serves h01, h02, h05 and
+h06 alike. Everything goes to a registry and an MLflow store of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from hypotrack.protocol import ArmSpec
+from hypotrack.run.plan import resolve_arms
+from hypotrack.run.preflight import preflight
+from hypotrack.run.workers import ArmState, run_workers, series_by_arm
+from hypotrack.spec.loader import Library
+from hypotrack.spec.models import Overrides
+from hypotrack.toy.faults import FAULTS
+from hypotrack.tracking import Tags
+from hypotrack.verdict import Verdict, decide
+
+CLEAN = "clean"
+
+
+@dataclass
+class SelftestResult:
+    rows: list[str]
+    hypotheses: list[str]
+    verdicts: dict[tuple[str, str], Verdict]
+    seconds: float
+    unique_runs: int
+    failed_runs: int
+    store: Path
+    expected: dict[str, str] = field(default_factory=dict)  # fault -> hypothesis it imitates
+
+    def diagonal(self) -> tuple[int, int]:
+        cells = [(f, h) for f, h in self.expected.items() if h in self.hypotheses and f in self.rows]
+        return sum(self.verdicts[c].status == "validated" for c in cells), len(cells)
+
+    def false_validations(self) -> list[tuple[str, str]]:
+        return [(row, hyp) for (row, hyp), v in self.verdicts.items()
+                if v.status == "validated" and self.expected.get(row) != hyp]
+
+    def as_json(self) -> dict[str, Any]:
+        hits, total = self.diagonal()
+        return {
+            "rows": self.rows, "hypotheses": self.hypotheses, "seconds": round(self.seconds, 1),
+            "unique_runs": self.unique_runs, "failed_runs": self.failed_runs, "store": str(self.store),
+            "diagonal": {"validated": hits, "of": total},
+            "false_validations": [list(c) for c in self.false_validations()],
+            "cells": {f"{row}/{hyp}": {"status": v.status, "confidence": v.confidence, "summary": v.summary}
+                      for (row, hyp), v in self.verdicts.items()},
+        }
+
+
+def _unique_key(spec: ArmSpec) -> str:
+    return json.dumps(spec.model_dump(exclude={"hypothesis_id", "arm", "test_id", "output_dir", "threads"}),
+                      sort_keys=True, default=str)
+
+
+def plan(library: Library, rows: list[str], hypotheses: list[str], seeds: list[int],
+         max_steps: int | None) -> tuple[dict[tuple[str, str], list[ArmSpec]], list[str]]:
+    hooks = sorted({hook for h in hypotheses for hook in library.hypotheses[h].hooks})
+    settings: dict[str, dict[str, Any]] = {}
+    for h in hypotheses:
+        for hook, values in library.hypotheses[h].hook_settings.items():
+            if settings.get(hook, values) != values:
+                raise ValueError(f"hypotheses disagree on settings of hook {hook!r}; selftest shares arms")
+            settings[hook] = values
+    cells: dict[tuple[str, str], list[ArmSpec]] = {}
+    for row in rows:
+        for hyp_id in hypotheses:
+            hypothesis = library.hypotheses[hyp_id]
+            experiment = library.experiments[hypothesis.experiment]
+            cli = Overrides(plant=[] if row == CLEAN else [row], max_steps=max_steps)
+            # Only the arms the criteria read can change a verdict; the others are not trained here.
+            needed = [arm for arm in hypothesis.arms if arm in hypothesis.arms_needed()]
+            specs = resolve_arms(hypothesis, experiment, library.experiment_files[experiment.name], cli,
+                                 seeds=seeds, arms=needed)
+            cells[(row, hyp_id)] = [s.model_copy(update={"hooks": hooks, "hook_settings": settings}) for s in specs]
+    return cells, hooks
+
+
+def run_selftest(library: Library, registry, tracker, out_dir: Path, rows: list[str], hypotheses: list[str],  # noqa: ANN001
+                 seeds: list[int], max_steps: int | None, parallel: int,
+                 display: Callable[[list[ArmState]], None] | None = None) -> SelftestResult:
+    from hypotrack.registry import store
+
+    started = time.time()
+    cells, _hooks = plan(library, rows, hypotheses, seeds, max_steps)
+    unique: dict[str, ArmState] = {}
+    for specs in cells.values():
+        for spec in specs:
+            key = _unique_key(spec)
+            if key not in unique:
+                name = f"run{len(unique):03d}"
+                unique[key] = ArmState(spec=spec.model_copy(update={"output_dir": str(out_dir / name), "threads": 1}),
+                                       dir=out_dir / name)
+    preflight([state.spec for state in unique.values()])
+    experiment_id = tracker.experiment_id("hypotrack/selftest")
+    parent = tracker.create_run(experiment_id, f"selftest {time.strftime('%Y-%m-%d %H:%M')}",
+                                {Tags.KIND: "selftest"})
+    for state in unique.values():
+        spec = state.spec
+        plant = ",".join(spec.plant) or CLEAN
+        state.run_id = tracker.create_run(experiment_id, f"{plant} {spec.experiment_name} {spec.arm}",
+                                          {Tags.KIND: "arm", Tags.PLANT: plant, Tags.ARM: spec.arm,
+                                           Tags.SEED: str(spec.seed)}, parent)
+    arms = list(unique.values())
+    status = "FAILED"
+    try:
+        run_workers(arms, "python", parallel, tracker, display)
+        verdicts: dict[tuple[str, str], Verdict] = {}
+        for (row, hyp_id), specs in cells.items():
+            hypothesis = library.hypotheses[hyp_id]
+            cell_arms = []
+            for spec in specs:
+                shared = unique[_unique_key(spec)]
+                cell_arms.append(ArmState(spec=spec, dir=shared.dir, status=shared.status, error=shared.error,
+                                          series=shared.series))
+            failed = {a.spec.key: a.error or a.status for a in cell_arms if a.status != "finished"}
+            verdict = decide(hypothesis, series_by_arm(cell_arms), seeds, failed)
+            verdicts[(row, hyp_id)] = verdict
+            test = store.start_test_run(registry, hyp_id, experiment=specs[0].experiment_name,
+                                        arms=sorted({s.arm for s in specs}), seeds=seeds,
+                                        config_hash=row, flags={"plant": row})
+            store.finish_test_run(registry, test.id, state="failed" if failed else "finished", verdict=verdict.status,
+                                  confidence=verdict.confidence, summary=f"[{row}] {verdict.summary}",
+                                  evidence=verdict.evidence())
+        status = "FINISHED"
+    finally:
+        for state in arms:
+            tracker.end(state.run_id, "FINISHED" if state.status == "finished" else
+                        ("KILLED" if state.status in ("queued", "killed") else "FAILED"))
+    expected = {fault: FAULTS[fault][0] for fault in rows if fault in FAULTS}
+    result = SelftestResult(rows, hypotheses, verdicts, time.time() - started, len(unique),
+                            sum(a.status != "finished" for a in arms), out_dir, expected)
+    tracker.log_dict(parent, result.as_json(), "selftest.json")
+    tracker.log_text(parent, render_markdown(result), "selftest.md")
+    tracker.end(parent, status)
+    return result
+
+
+SYMBOL = {"validated": "VALIDATED", "invalidated": "invalidated", "inconclusive": "inconclusive"}
+
+
+def render_markdown(result: SelftestResult) -> str:
+    header = "| planted fault | " + " | ".join(result.hypotheses) + " |"
+    lines = [header, "|" + "---|" * (len(result.hypotheses) + 1)]
+    for row in result.rows:
+        cells = []
+        for hyp in result.hypotheses:
+            verdict = result.verdicts[(row, hyp)]
+            mark = SYMBOL[verdict.status]
+            if result.expected.get(row) == hyp:
+                mark = f"**{mark}**"
+            cells.append(mark)
+        label = row if row == CLEAN else f"{row} ({result.expected.get(row)})"
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    hits, total = result.diagonal()
+    lines.append("")
+    lines.append(f"Diagonal {hits}/{total} validated, {len(result.false_validations())} false validations, "
+                 f"{result.unique_runs} training runs in {result.seconds / 60:.1f} min.")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,217 @@
+"""Schedule worker processes over arms x seeds and turn their events into records.
+
+Each arm's worker streams `Event`s (hypotrack.protocol); `HANDLERS` has one
+handler per event kind, which updates the arm's state (what the progress display
+and the verdict read) and logs to its MLflow run.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from hypotrack.protocol import ArmSpec, Event, EventTail
+from hypotrack.run import launchers
+from hypotrack.run.records import INTERESTING_GRPO, upload_arm
+from hypotrack.run import signals
+from hypotrack.run.signals import check_stop
+from hypotrack.tracking import Tags
+
+STOP_GRACE_SECONDS = 20
+
+
+@dataclass
+class ArmState:
+    spec: ArmSpec
+    dir: Path
+    run_id: str = ""
+    process: subprocess.Popen | None = None
+    tail: EventTail | None = None
+    status: str = "queued"  # queued, starting, running, finished, failed, killed
+    step: int = 0
+    reward: float | None = None
+    started: float | None = None
+    ended: float | None = None
+    error: str = ""
+    series: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    reward_errors: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    phase: str = ""  # what a running arm does before its first step (e.g. building the toy model)
+
+    @property
+    def elapsed(self) -> float:
+        if self.started is None:
+            return 0.0
+        return (self.ended or time.time()) - self.started
+
+    @property
+    def done(self) -> bool:
+        return self.status in ("finished", "failed", "killed")
+
+
+Display = Callable[[list[ArmState]], None]
+
+
+def run_workers(arms: list[ArmState], launcher: str, parallel: int, tracker, display: Display | None) -> None:  # noqa: ANN001
+    """Start at most ``parallel`` workers at a time until every arm ended; raises Stop on SIGINT/SIGTERM."""
+    queue = list(arms)
+    running: list[ArmState] = []
+    last_draw = 0.0
+    while queue or running:
+        check_stop()
+        while queue and len(running) < parallel:
+            arm = queue.pop(0)
+            arm.dir.mkdir(parents=True, exist_ok=True)
+            spec_path = arm.dir / "spec.json"
+            spec_path.write_text(arm.spec.model_dump_json(indent=1))
+            events = arm.dir / "events.jsonl"
+            events.unlink(missing_ok=True)
+            arm.tail = EventTail(events)
+            arm.process = launchers.start(launcher, spec_path, events, arm.dir / "worker.log", arm.spec.threads)
+            arm.status, arm.started = "starting", time.time()
+            running.append(arm)
+        time.sleep(0.2)
+        check_stop()
+        for arm in list(running):
+            drain(arm, tracker)
+            code = arm.process.poll()
+            if code is None:
+                continue
+            drain(arm, tracker)
+            arm.ended = time.time()
+            running.remove(arm)
+            if not arm.done:
+                arm.status = "failed"
+                arm.error = arm.error or f"worker exited with code {code} without a result ({_log_tail(arm)})"
+            elif arm.status == "finished" and code != 0:
+                arm.status, arm.error = "failed", f"worker exited with code {code}"
+            upload_arm(tracker, arm.run_id, arm.dir)
+        if display and time.time() - last_draw > 0.25:
+            display(arms)
+            last_draw = time.time()
+    if display:
+        display(arms)
+
+
+def stop_all(arms: list[ArmState], tracker) -> None:  # noqa: ANN001
+    """SIGTERM every live worker group, wait, then SIGKILL stragglers; record what came in."""
+    signals.ignore()  # a second Ctrl-C while we clean up must not leave runs open
+    live = [a for a in arms if a.process is not None and a.process.poll() is None]
+    for arm in live:
+        launchers.terminate(arm.process)
+    deadline = time.time() + STOP_GRACE_SECONDS
+    for arm in live:
+        try:
+            arm.process.wait(timeout=max(0.1, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            launchers.terminate(arm.process, signal.SIGKILL)
+            arm.process.wait()
+    for arm in arms:
+        if not arm.done:
+            drain(arm, tracker)
+            arm.status, arm.ended = "killed", time.time()
+            arm.error = arm.error or "stopped"
+
+
+def drain(arm: ArmState, tracker) -> None:  # noqa: ANN001
+    if arm.tail is None:
+        return
+    for event in arm.tail.read():
+        HANDLERS[event["event"]](arm, event, tracker)
+
+
+# ------------------------------------------------------------------ one handler per event kind
+
+
+def _started(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+    arm.status = "running"
+    tracker.set_tags(arm.run_id, {f"version.{k}": v for k, v in (event.get("versions") or {}).items()})
+
+
+def _phase(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+    arm.phase = str(event.get("text", ""))
+
+
+def _config(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+    arm.phase = ""  # the trainer is built: training starts
+    grpo = event.get("grpo") or {}
+    tracker.log_params(arm.run_id, {f"grpo.{k}": v for k, v in grpo.items() if k in INTERESTING_GRPO})
+    tracker.log_dict(arm.run_id, grpo, "resolved/grpo_config.json")
+    tracker.set_tags(arm.run_id, {Tags.TRAINABLE_PARAMETERS: event.get("trainable_parameters"),
+                                  Tags.DATASET_ROWS: event.get("dataset_rows")})
+
+
+def _params(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+    tracker.log_params(arm.run_id, event.get("params") or {})
+
+
+def _metrics(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+    arm.phase = ""
+    step = int(event.get("step", 0))
+    metrics = event.get("metrics") or {}
+    tracker.log_metrics(arm.run_id, metrics, step)
+    for key, value in metrics.items():
+        arm.series.setdefault(key, []).append((step, float(value)))
+    arm.step = step
+    if "reward" in metrics:
+        arm.reward = float(metrics["reward"])
+
+
+def _reward_errors(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+    arm.reward_errors = dict(event.get("total") or {})
+    tracker.set_tags(arm.run_id, {Tags.REWARD_ERRORS: json.dumps(event.get("first_message"))})
+
+
+def _warning(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+    arm.warnings.append(str(event.get("message", "")))
+    tracker.set_tags(arm.run_id, {Tags.WARNINGS: "\n".join(arm.warnings)[-5000:]})
+
+
+def _finished(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+    # Final figures a trainer returns without streaming them (critic before/after parity,
+    # parity probes) are logged once, at the last step.
+    final = {k: v for k, v in (event.get("metrics") or {}).items()
+             if k not in arm.series and isinstance(v, (int, float))}
+    if final:
+        tracker.log_metrics(arm.run_id, final, arm.step)
+        for key, value in final.items():
+            arm.series[key] = [(arm.step, float(value))]
+    arm.status = "finished"
+
+
+def _failed(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+    arm.status, arm.error = "failed", str(event.get("error", "failed"))
+    tracker.set_tags(arm.run_id, {Tags.ERROR: arm.error[:5000]})
+
+
+def _killed(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+    arm.status, arm.error = "killed", str(event.get("reason", "killed"))
+
+
+HANDLERS: dict[Event, Callable[[ArmState, dict[str, Any], Any], None]] = {
+    Event.STARTED: _started, Event.PHASE: _phase, Event.CONFIG: _config, Event.PARAMS: _params,
+    Event.METRICS: _metrics, Event.REWARD_ERRORS: _reward_errors, Event.WARNING: _warning,
+    Event.FINISHED: _finished, Event.FAILED: _failed, Event.KILLED: _killed,
+}
+
+
+def _log_tail(arm: ArmState, lines: int = 3) -> str:
+    log = arm.dir / "worker.log"
+    if not log.exists():
+        return "no log"
+    tail = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-lines:]
+    return " | ".join(tail)[-400:] or "empty log"
+
+
+def series_by_arm(arms: list[ArmState]):  # noqa: ANN201 - verdict.Series
+    """arm -> seed -> metric -> [(step, value)] for the arms that finished (what the verdict reads)."""
+    series: dict[str, dict[int, dict[str, list[tuple[int, float]]]]] = {}
+    for arm in arms:
+        if arm.status == "finished":
+            series.setdefault(arm.spec.arm, {})[arm.spec.seed] = arm.series
+    return series

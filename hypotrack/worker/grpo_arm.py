@@ -1,0 +1,163 @@
+"""One GRPO arm: config, model, prompts, rewards, hooks and TRL's trainer, then train.
+
+The loop is TRL's; this module assembles its inputs from the ArmSpec and a
+callback streams what TRL logs (plus the hooks' diagnostics) to the runner.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from hypotrack.errors import HypotrackError
+from hypotrack.imports import import_object
+from hypotrack.protocol import ArmSpec, Event, EventWriter, versions
+from hypotrack.worker.data import load_rows, prepare_prompts
+from hypotrack.worker.guards import check_weights
+from hypotrack.worker.model import build_model, build_peft_config
+
+# Settings hypotrack chooses unless the experiment says otherwise: per-step curves, no
+# checkpoints (short diagnostic runs), no progress bars (the runner draws its own).
+DEFAULTS: dict[str, Any] = {"logging_steps": 1, "save_strategy": "no", "disable_tqdm": True,
+                            "dataloader_num_workers": 0}
+
+
+def build_config(spec: ArmSpec, out_dir: Path):
+    import torch
+    from trl import GRPOConfig
+
+    fields = {**DEFAULTS, **spec.grpo}
+    if spec.reward_weights is not None:
+        fields["reward_weights"] = spec.reward_weights
+    if not torch.cuda.is_available():
+        fields.setdefault("use_cpu", True)
+        fields["bf16"] = False
+        fields["fp16"] = False
+    if spec.deterministic:
+        fields["full_determinism"] = True
+    try:
+        return GRPOConfig(output_dir=str(out_dir / "trainer"), max_steps=spec.max_steps, seed=spec.seed,
+                          data_seed=spec.seed, report_to="none", run_name=f"{spec.hypothesis_id}-{spec.key}",
+                          **fields)
+    except (TypeError, ValueError) as exc:
+        raise HypotrackError(f"GRPOConfig rejected the settings of the {spec.arm} arm: {exc}") from None
+
+
+def build_hooks(spec: ArmSpec) -> list:
+    from hypotrack.hooks import get_hook_class
+
+    return [get_hook_class(name)(**spec.hook_settings.get(name, {})) for name in spec.hooks]
+
+
+def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]:
+    import torch
+    from transformers import set_seed
+
+    torch.set_num_threads(max(1, spec.threads))
+    if spec.deterministic:
+        from hypotrack.parity.determinism import enable_determinism
+
+        events.emit(Event.PARAMS, params=enable_determinism(spec.seed))  # keys are already "determinism/..."
+    set_seed(spec.seed)
+    model, tokenizer = build_model(spec, events)
+    dataset = prepare_prompts(load_rows(spec.data, spec.seed, spec.experiment_dir), tokenizer, spec.data)
+
+    from hypotrack.worker.rewards import RewardErrorLog, wrap_reward
+    from hypotrack.worker.trainer import HypotrackGRPOTrainer
+
+    reward_log = RewardErrorLog()
+    rewards = [wrap_reward(import_object(path, spec.experiment_dir, "reward function"), reward_log)
+               for path in spec.rewards]
+    args = build_config(spec, out_dir)
+    hooks = build_hooks(spec)
+    faults = None
+    if spec.plant:
+        from hypotrack.toy.faults import build_faults
+
+        faults = build_faults(spec.plant)
+    callback = TrainingCallback(events, hooks, spec.max_steps)
+    trainer = HypotrackGRPOTrainer(
+        model=model, reward_funcs=rewards, args=args, train_dataset=dataset, processing_class=tokenizer,
+        peft_config=build_peft_config(spec), hooks=hooks, reward_errors=reward_log, faults=faults,
+        callbacks=[callback],
+    )
+    callback.trainer = trainer
+    _quiet(trainer)
+    if faults is not None:
+        faults.attach(trainer)
+    events.emit(Event.CONFIG, grpo=_jsonable(args.to_dict()), versions=versions(),
+                trainable_parameters=sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
+                dataset_rows=len(dataset))
+    try:
+        trainer.train()
+    finally:
+        for hook in hooks:  # remove the torch hooks they registered on the model
+            close = getattr(hook, "close", None)
+            if close is not None:
+                close()
+    artifacts = out_dir / "artifacts"
+    artifacts.mkdir(exist_ok=True)
+    (artifacts / "samples.json").write_text(json.dumps(trainer.samples, indent=1))
+    (artifacts / "grpo_config.json").write_text(json.dumps(_jsonable(args.to_dict()), indent=1, sort_keys=True))
+    if reward_log.first_message:
+        (artifacts / "reward_errors.json").write_text(json.dumps(
+            {"total": dict(reward_log.total), "first_message": reward_log.first_message}, indent=1))
+        events.emit(Event.REWARD_ERRORS, total=dict(reward_log.total), first_message=reward_log.first_message)
+    for hook in hooks:
+        try:
+            hook.write_artifacts(artifacts)
+        except Exception as exc:  # noqa: BLE001 - a broken artifact must not fail a finished run
+            events.emit(Event.WARNING, message=f"hook {hook.name} could not write its artifacts: {exc}")
+    return callback.last_metrics
+
+
+def _quiet(trainer) -> None:  # noqa: ANN001
+    """Drop transformers' PrinterCallback: with tqdm off it prints every log dict (100+ keys with
+    hooks on) to the worker's log each step; the metrics already stream to the runner."""
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)
+
+
+def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(data, default=str))
+
+
+class TrainingCallback(TrainerCallback):
+    """Streams logged metrics to the runner and gives hooks the events a callback can see."""
+
+    def __init__(self, events: EventWriter, hooks: list, max_steps: int):
+        self.events, self.hooks, self.max_steps = events, hooks, max_steps
+        self.trainer = None
+        self.last_metrics: dict[str, float] = {}
+
+    def _context(self):
+        return self.trainer.step_context()
+
+    def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+        for hook in self.hooks:
+            metrics = hook.on_train_begin(self._context())
+            self.trainer._record(hook, metrics)
+
+    def on_pre_optimizer_step(self, args, state, control, **kwargs):  # noqa: ANN001
+        for hook in self.hooks:
+            before = getattr(hook, "on_before_optimizer_step", None)
+            if before is not None:
+                self.trainer._record(hook, before(self._context()))
+
+    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        check_weights(self.trainer.model, state.global_step)
+        for hook in self.hooks:
+            self.trainer._record(hook, hook.on_step_end(self._context()))
+
+    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
+        metrics = {k: float(v) for k, v in (logs or {}).items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if not metrics:
+            return
+        if "train_runtime" not in metrics:
+            self.last_metrics = {**self.last_metrics, **metrics}
+        self.events.emit(Event.METRICS, step=state.global_step, max_steps=self.max_steps, metrics=metrics)
