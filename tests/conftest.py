@@ -122,3 +122,36 @@ def toy_cache(tmp_path_factory) -> Path:
     subprocess.run([sys.executable, "-c", "from hypotrack.toy.lab import ensure_model; ensure_model('arith')"],
                    env=env, check=True, timeout=600)
     return cache
+
+
+# ------------------------------------------------------------------ PostgreSQL (a team's shared registry)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One PostgreSQL server per test session on 127.0.0.1 (tests/pg_server.py); skips where none can start."""
+    from pg_server import PostgresServer, unavailable
+
+    reason = unavailable()
+    if reason:
+        pytest.skip(f"PostgreSQL registry tests: {reason}")
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server) -> str:
+    """A fresh, empty database on the session's PostgreSQL server, as a SQLAlchemy URL."""
+    return postgres_server.create_database()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_registry_url(request, registry_path: Path) -> str:
+    """The registry URL once per backend: a SQLite file, then a PostgreSQL database.
+
+    A module runs its registry tests on both by overriding `registry_url` with this fixture.
+    """
+    if request.param == "sqlite":
+        return f"sqlite:///{registry_path}"
+    return request.getfixturevalue("postgres_url")

@@ -107,12 +107,14 @@ def test_status_evidence_is_the_newest_note_or_change(run_cli):
     assert rows["h02"]["evidence"] == "but env tokens are trained" and rows["h02"]["status"] == "inconclusive"
 
 
-def test_reconcile_dead_and_alive_runs(run_cli, registry_url):
+def test_reconcile_dead_and_alive_runs(run_cli, cli_env, any_registry_url):
+    """On SQLite and on PostgreSQL: the CLI reconciles a shared registry the same way."""
     from sqlalchemy import update
 
     from hypotrack.registry.models import TestRun
     from hypotrack.registry.processes import process_start
 
+    registry_url = cli_env["HYPOTRACK_DB"] = any_registry_url  # run_cli reads this environment
     registry = open_registry(registry_url)
     store.set_status(registry, "h04", "inconclusive", confidence=0.3)
     dead_run = store.start_test_run(registry, "h04", experiment="musique_mini", arms=["treatment"], seeds=[0],

@@ -1,6 +1,11 @@
-"""Migrations: head/base/head round trip, models == migrations, HEAD_REVISION == alembic head, `db` commands."""
+"""Migrations: head/base/head round trip, models == migrations, HEAD_REVISION == alembic head, `db` commands.
+
+The round trip and the drift check run on SQLite and on PostgreSQL.
+"""
 
 from __future__ import annotations
+
+import pytest
 
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
@@ -19,6 +24,11 @@ def script_dir() -> ScriptDirectory:
     config = Config()
     config.set_main_option("script_location", str(engine_mod.migrations_dir()))
     return ScriptDirectory.from_config(config)
+
+
+@pytest.fixture
+def registry_url(any_registry_url: str) -> str:
+    return any_registry_url
 
 
 def test_head_revision_matches_alembic():

@@ -1,4 +1,8 @@
-"""Registry store, concurrency, and refusing MLflow's own database."""
+"""Registry store, concurrency, and refusing MLflow's own database.
+
+The store and concurrency tests run on SQLite and on PostgreSQL (a server the session
+starts, tests/pg_server.py); they skip on PostgreSQL where none can start.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +33,11 @@ WRITER = textwrap.dedent("""
             set_status(registry, hyp, statuses[i % 4], reason=f"worker {worker} write {i}", who=f"w{worker}")
     print("done", worker)
 """)
+
+
+@pytest.fixture
+def registry_url(any_registry_url: str) -> str:
+    return any_registry_url
 
 
 def test_eight_processes_thousand_writes(registry_url, tmp_path):

@@ -1,12 +1,20 @@
-"""Open the registry database: pragmas, a schema check, migrations under a file lock.
+"""Open the registry database: pragmas, a schema check, migrations under a lock.
 
 `hypotrack status` must stay fast, so the common path (schema already current)
 reads one row of ``alembic_version`` and never imports alembic.
+
+SQLite is the default; a team shares one PostgreSQL database (`pip install
+"hypotrack[postgres]"`, driver psycopg 3). A plain ``postgresql://`` URL is read as
+``postgresql+psycopg://``. Migrations of a SQLite file serialise on a file lock beside
+it; those of a PostgreSQL database on an advisory lock in the database itself, so
+runners on different machines wait for each other too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib.util
 import os
 import sqlite3
 import tempfile
@@ -18,9 +26,14 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 
 # The newest revision in hypotrack/migrations/versions; tests/test_migrations.py checks they agree.
-HEAD_REVISION = "0001"
+HEAD_REVISION = "0002"
 DEFAULT_FILE = "hypotrack.db"
 BUSY_TIMEOUT_MS = 30_000
+# A server that does not answer fails the command after this long instead of hanging it.
+CONNECT_TIMEOUT_S = 10
+# pg_advisory_xact_lock key of the registry's migrations (any constant; "hypotrack" as digits).
+MIGRATION_LOCK_KEY = 4_977_687_282
+POSTGRES_EXTRA = 'pip install "hypotrack[postgres]"'
 
 
 class RegistryError(Exception):
@@ -53,6 +66,40 @@ class Registry:
         self.engine.dispose()
 
 
+def shown(url: str) -> str:
+    """The URL as error messages print it: the password hidden."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return url
+
+
+def _with_driver(url: str) -> str:
+    """Name the PostgreSQL driver in the URL: psycopg 3 (hypotrack's extra), else psycopg2 if that is what is there."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2"):
+        return url
+    named = scheme.partition("+")[2]
+    for driver in [named] if named else ["psycopg", "psycopg2"]:
+        if _installed(driver):
+            return f"postgresql+{driver}://{rest}"
+    install = "pip install psycopg2-binary" if named == "psycopg2" else POSTGRES_EXTRA
+    raise RegistryError(f"registry {shown(url)} is a PostgreSQL database and its driver ({named or 'psycopg'}) "
+                        f"is not installed in this Python: {install}")
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: blocked (sys.modules[name] is None)
+        return False
+
+
+def is_postgresql(url: str) -> bool:
+    return make_url(url).get_backend_name() == "postgresql"
+
+
 def _sqlite_path(url: str) -> Path | None:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
@@ -78,8 +125,18 @@ def _refuse_mlflow_file(path: Path, url: str) -> None:
         raise RegistryError(f"registry file {path} is an MLflow tracking database; give hypotrack its own file")
 
 
+def _refuse_mlflow_database(engine: Engine, url: str) -> None:
+    """The same rule on a server: a database MLflow's tracking server uses is not made a registry too."""
+    from sqlalchemy import inspect
+
+    if {"runs", "experiments", "metrics"} <= set(inspect(engine).get_table_names()):
+        raise RegistryError(f"registry {shown(url)} is an MLflow tracking database; give hypotrack its own database")
+
+
 def _make_engine(url: str) -> Engine:
     path = _sqlite_path(url)
+    if path is None and is_postgresql(url):
+        return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
     if path is None:
         return create_engine(url, pool_pre_ping=True)
     if not path.parent.exists():
@@ -123,37 +180,54 @@ def current_revision(engine: Engine) -> str | None:
             return None
 
 
-def upgrade(url: str, engine: Engine, revision: str = "head") -> None:
-    """Run alembic migrations; several processes may race here, the lock serialises them."""
+@contextlib.contextmanager
+def _migrating(url: str, engine: Engine):  # noqa: ANN202 - yields the connection the migration runs on
+    """One migration at a time: an advisory lock inside PostgreSQL (it holds across machines), else a file lock."""
+    if is_postgresql(url):
+        with engine.begin() as connection:
+            connection.execute(text("select pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+            yield connection
+        return
     from filelock import FileLock
 
-    from alembic import command
+    with FileLock(str(_lock_path(url)), timeout=120), engine.begin() as connection:
+        yield connection
+
+
+def _revision_on(connection) -> str | None:  # noqa: ANN001
+    """The schema revision, read without a failing statement (which would abort a PostgreSQL transaction)."""
+    from sqlalchemy import inspect
+
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    return connection.execute(text("select version_num from alembic_version")).scalar()
+
+
+def _alembic_config(url: str, connection):  # noqa: ANN001, ANN202
     from alembic.config import Config
 
-    with FileLock(str(_lock_path(url)), timeout=120):
-        if revision == "head" and current_revision(engine) == HEAD_REVISION:
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    config.attributes["connection"] = connection
+    return config
+
+
+def upgrade(url: str, engine: Engine, revision: str = "head") -> None:
+    """Run alembic migrations; several processes (or machines) may race here, the lock serialises them."""
+    from alembic import command
+
+    with _migrating(url, engine) as connection:
+        if revision == "head" and _revision_on(connection) == HEAD_REVISION:
             return  # another process migrated while we waited
-        config = Config()
-        config.set_main_option("script_location", str(migrations_dir()))
-        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-        with engine.begin() as connection:
-            config.attributes["connection"] = connection
-            _alembic(command.upgrade, config, revision, url)
+        _alembic(command.upgrade, _alembic_config(url, connection), revision, url)
 
 
 def downgrade(url: str, engine: Engine, revision: str) -> None:
-    from filelock import FileLock
-
     from alembic import command
-    from alembic.config import Config
 
-    with FileLock(str(_lock_path(url)), timeout=120):
-        config = Config()
-        config.set_main_option("script_location", str(migrations_dir()))
-        config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-        with engine.begin() as connection:
-            config.attributes["connection"] = connection
-            _alembic(command.downgrade, config, revision, url)
+    with _migrating(url, engine) as connection:
+        _alembic(command.downgrade, _alembic_config(url, connection), revision, url)
 
 
 def _alembic(step, config, revision: str, url: str) -> None:  # noqa: ANN001
@@ -168,19 +242,29 @@ def _alembic(step, config, revision: str, url: str) -> None:  # noqa: ANN001
 
 def open_registry(url: str | None = None, migrate: bool = True) -> Registry:
     """Open (and, unless told otherwise, migrate) the registry at ``url``."""
-    url = url or default_url()
+    url = _with_driver(url or default_url())
     try:
         engine = _make_engine(url)
         revision = current_revision(engine)
         if migrate and revision != HEAD_REVISION:
+            if revision is None:
+                _refuse_mlflow_database(engine, url)
             upgrade(url, engine)
     except RegistryError:
         raise
     except (ArgumentError, NoSuchModuleError, ValueError) as exc:
-        raise RegistryError(f"registry URL {url!r} is not a valid SQLAlchemy URL ({exc})") from None
+        raise RegistryError(f"registry URL {shown(url)!r} is not a valid SQLAlchemy URL ({exc})") from None
+    except ImportError as exc:  # a driver SQLAlchemy knows of, absent from this Python
+        raise RegistryError(f"registry {shown(url)} needs the database driver {exc.name}, which is not installed "
+                            f"in this Python (pip install it)") from None
     except SQLAlchemyError as exc:
-        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
-        raise RegistryError(f"cannot open registry {url}: {reason}") from None
+        raise RegistryError(f"cannot open registry {shown(url)}: {_reason(exc)}") from None
     except OSError as exc:
-        raise RegistryError(f"cannot open registry {url}: {exc}") from None
+        raise RegistryError(f"cannot open registry {shown(url)}: {exc}") from None
     return Registry(url=url, engine=engine)
+
+
+def _reason(exc: SQLAlchemyError) -> str:
+    """The driver's own words on one line (psycopg spreads a refused connection over two)."""
+    text_ = str(getattr(exc, "orig", None) or exc)
+    return " ".join(part.strip() for part in text_.splitlines() if part.strip())

@@ -2,16 +2,27 @@
 
 All status changes go through `set_status`, which writes the history row in the
 same transaction, so the current state and its history never disagree.
+
+Concurrent writers: on SQLite every transaction begins IMMEDIATE, so writers queue
+on the database lock. On PostgreSQL (read committed) a writer locks the rows it
+reads before it changes them (`FOR NO KEY UPDATE`, which still lets the foreign-key
+checks of other inserts through), so two marks of one hypothesis chain in order.
+Whatever the server still refuses under contention (a deadlock, a serialization
+failure, two writers creating the same hypothesis row) is retried with the whole
+transaction, a few times with jitter, and never reaches the user.
 """
 
 from __future__ import annotations
 
 import getpass
 import os
+import random
+import time
 import uuid
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import DBAPIError
 
 from .engine import Registry
 from .models import HypothesisState, Note, StatusChange, TestRun, utcnow
@@ -19,8 +30,35 @@ from .processes import hostname, process_start
 from ..spec.vocabulary import RUN_STATES, STATUSES
 
 
+# SQLSTATEs that mean "run the transaction again": serialization_failure, deadlock_detected,
+# unique_violation (two writers inserting the same hypothesis row; the retry finds it).
+RETRY_SQLSTATES = {"40001", "40P01", "23505"}
+ATTEMPTS = 8
+T = TypeVar("T")
+# Lock what a transaction reads and then changes; NO KEY so foreign-key checks of inserts are not blocked.
+ROW_LOCK = {"key_share": True}
+
+
 class UnknownStatus(ValueError):
     pass
+
+
+def _sqlstate(exc: DBAPIError) -> str | None:
+    orig = exc.orig
+    return getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)  # psycopg 3, psycopg2
+
+
+def _transaction(registry: Registry, body: Callable[[Any], T]) -> T:
+    """Run ``body(session)`` in one transaction, again from the start when the server asks for a retry."""
+    for attempt in range(ATTEMPTS):
+        try:
+            with registry.session() as session, session.begin():
+                return body(session)
+        except DBAPIError as exc:
+            if _sqlstate(exc) not in RETRY_SQLSTATES or attempt == ATTEMPTS - 1:
+                raise
+            time.sleep(random.uniform(0, 0.01 * 2 ** attempt))
+    raise AssertionError("unreachable")
 
 
 def actor() -> str:
@@ -32,7 +70,7 @@ def actor() -> str:
 
 
 def _state(session, hypothesis_id: str) -> HypothesisState:
-    state = session.get(HypothesisState, hypothesis_id)
+    state = session.get(HypothesisState, hypothesis_id, with_for_update=ROW_LOCK)
     if state is None:
         state = HypothesisState(id=hypothesis_id, status="pending", confidence=None, updated_at=utcnow())
         session.add(state)
@@ -53,22 +91,28 @@ def set_status(
 ) -> StatusChange:
     if status not in STATUSES:
         raise UnknownStatus(f"unknown status {status!r} (one of {', '.join(STATUSES)})")
-    with registry.session() as session, session.begin():
+    who = who or actor()
+
+    def write(session) -> StatusChange:  # noqa: ANN001
         state = _state(session, hypothesis_id)
         change = StatusChange(
             hypothesis_id=hypothesis_id, from_status=state.status, to_status=status, confidence=confidence,
-            reason=reason, evidence=evidence, actor=who or actor(), test_run_id=test_run_id, at=utcnow(),
+            reason=reason, evidence=evidence, actor=who, test_run_id=test_run_id, at=utcnow(),
         )
         state.status, state.confidence, state.updated_at = status, confidence, change.at
         session.add(change)
-    return change
+        return change
+
+    return _transaction(registry, write)
 
 
 def add_note(registry: Registry, hypothesis_id: str, text: str, who: str | None = None) -> Note:
-    with registry.session() as session, session.begin():
+    def write(session) -> Note:  # noqa: ANN001
         note = Note(hypothesis_id=hypothesis_id, text=text, author=who or actor(), at=utcnow())
         session.add(note)
-    return note
+        return note
+
+    return _transaction(registry, write)
 
 
 def start_test_run(
@@ -77,7 +121,8 @@ def start_test_run(
 ) -> TestRun:
     """Record the run and move the hypothesis to `testing`, remembering where it was."""
     pid = os.getpid()
-    with registry.session() as session, session.begin():
+
+    def write(session) -> TestRun:  # noqa: ANN001
         state = _state(session, hypothesis_id)
         run = TestRun(
             id=uuid.uuid4().hex[:12], hypothesis_id=hypothesis_id, experiment=experiment, arms=arms, seeds=seeds,
@@ -91,33 +136,39 @@ def start_test_run(
                               test_run_id=run.id, at=run.started_at)
         state.status, state.updated_at = "testing", run.started_at
         session.add(change)
-    return run
+        return run
+
+    return _transaction(registry, write)
 
 
 def attach_mlflow(registry: Registry, test_run_id: str, parent_run_id: str | None = None,
                   run_ids: dict[str, str] | None = None) -> None:
-    with registry.session() as session, session.begin():
-        run = session.get(TestRun, test_run_id)
+    def write(session) -> None:  # noqa: ANN001
+        run = session.get(TestRun, test_run_id, with_for_update=ROW_LOCK)
         if parent_run_id:
             run.mlflow_parent_run_id = parent_run_id
         if run_ids:
             run.mlflow_run_ids = {**(run.mlflow_run_ids or {}), **run_ids}
 
+    _transaction(registry, write)
+
 
 def finish_test_run(
     registry: Registry, test_run_id: str, *, state: str, verdict: str | None = None,
     confidence: float | None = None, summary: str | None = None, evidence: dict[str, Any] | None = None,
-    error: str | None = None, mlflow_closed: bool = True,
+    error: str | None = None, mlflow_closed: bool = True, effect: dict[str, Any] | None = None,
 ) -> None:
     """End a test run; the hypothesis gets the verdict, or its previous status back when there is none."""
     if state not in RUN_STATES or state == "running":
         raise ValueError(f"cannot finish a test run as {state!r}")
-    with registry.session() as session, session.begin():
-        run = session.get(TestRun, test_run_id)
+
+    def write(session) -> None:  # noqa: ANN001
+        run = session.get(TestRun, test_run_id, with_for_update=ROW_LOCK)
         if run is None or run.state != "running":
             return  # already reconciled by someone else
         run.state, run.ended_at = state, utcnow()
         run.verdict, run.confidence, run.summary, run.error = verdict, confidence, summary, error
+        run.effect = effect
         run.mlflow_closed = int(mlflow_closed)
         hyp = _state(session, run.hypothesis_id)
         if hyp.status != "testing":
@@ -138,9 +189,13 @@ def finish_test_run(
                                  test_run_id=run.id, at=run.ended_at))
         hyp.status, hyp.confidence, hyp.updated_at = to_status, to_conf, run.ended_at
 
+    _transaction(registry, write)
+
 
 def mark_mlflow_closed(registry: Registry, test_run_id: str) -> None:
-    with registry.session() as session, session.begin():
-        run = session.get(TestRun, test_run_id)
+    def write(session) -> None:  # noqa: ANN001
+        run = session.get(TestRun, test_run_id, with_for_update=ROW_LOCK)
         if run is not None:
             run.mlflow_closed = 1
+
+    _transaction(registry, write)
