@@ -12,13 +12,18 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
+import shlex
+import sqlite3
+import sys
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import mlflow
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 
 # MLflow announces at INFO that it creates or upgrades its own tables; in the middle of a run's progress
 # that reads like hypotrack output. Its warnings and errors still show.
@@ -26,6 +31,10 @@ logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
 
 MAX_PARAM_LEN = 6000
 BATCH = 900  # MLflow accepts at most 1000 metrics per batch
+# MLflow's UI shows an experiment as model training or as a GenAI app according to this tag value
+# (MLflow 3.17 also follows the `workflowType` URL parameter: see mlflow_ui.experiment_url).
+MODEL_TRAINING = "custom_model_development"
+ARTIFACT_FOLDER = "mlruns"  # beside a SQLite store, the way MLflow lays out its own default store
 
 
 class Tags:
@@ -39,14 +48,18 @@ class Tags:
     PLANT = "hypotrack.plant"
     VERDICT = "hypotrack.verdict"
     CONFIDENCE = "hypotrack.confidence"
+    EFFECT = "hypotrack.effect"  # the treatment effect in words, with its interval
     ERROR = "hypotrack.error"
     WARNINGS = "hypotrack.warnings"
     REWARD_ERRORS = "hypotrack.reward_errors"
     SAMPLES_ERROR = "hypotrack.samples_error"
     TRAINABLE_PARAMETERS = "hypotrack.trainable_parameters"
     DATASET_ROWS = "hypotrack.dataset_rows"
+    STORE_DIR = "hypotrack.store_dir"  # on an experiment: the folder its artifact paths were written for
     NOTE = "mlflow.note.content"  # MLflow's run description
     PARENT = "mlflow.parentRunId"
+    SOURCE_NAME = "mlflow.source.name"  # the UI's Source column: the command line that made the run
+    EXPERIMENT_KIND = "mlflow.experimentKind"
 
 
 class Tracker:
@@ -54,22 +67,54 @@ class Tracker:
         if tracking_uri:
             mlflow.set_tracking_uri(tracking_uri)
         self.uri = mlflow.get_tracking_uri()
+        relocate_artifacts(self.uri)
         self.client = MlflowClient(self.uri)
 
     def experiment_id(self, name: str) -> str:
+        """The experiment's id, created as a model-training experiment whose artifacts live beside the store."""
         experiment = self.client.get_experiment_by_name(name)
         if experiment is not None:
             if experiment.lifecycle_stage == "deleted":
                 self.client.restore_experiment(experiment.experiment_id)
+            if experiment.tags.get(Tags.EXPERIMENT_KIND) != MODEL_TRAINING:
+                self.client.set_experiment_tag(experiment.experiment_id, Tags.EXPERIMENT_KIND, MODEL_TRAINING)
             return experiment.experiment_id
-        return self.client.create_experiment(name)
+        tags = {Tags.EXPERIMENT_KIND: MODEL_TRAINING}
+        store = store_dir(self.uri)
+        location = None
+        if store is not None:
+            tags[Tags.STORE_DIR] = str(store)
+            location = str(store / ARTIFACT_FOLDER / _folder_name(name))
+        return self.client.create_experiment(name, artifact_location=location, tags=tags)
 
     def create_run(self, experiment_id: str, name: str, tags: dict[str, str], parent_id: str | None = None) -> str:
-        tags = dict(tags)
+        """A run that says who made it and with which command (the UI's Created by and Source)."""
+        from mlflow.tracking.context.registry import resolve_tags
+
+        tags = resolve_tags({Tags.SOURCE_NAME: command_line(), **tags})
         if parent_id:
             tags[Tags.PARENT] = parent_id
         run = self.client.create_run(experiment_id, run_name=name, tags=tags)
         return run.info.run_id
+
+    def log_dataset(self, run_id: str, name: str, digest: str, source_type: str, source: dict[str, Any],
+                    rows: int | None, columns: list[str] | None = None, context: str = "train") -> None:
+        """Record the data a run trained on as an MLflow dataset input (the UI's Dataset column and filter)."""
+        profile = {"num_rows": rows} if rows is not None else {}
+        if columns:
+            profile["columns"] = list(columns)
+        dataset = Dataset(name=name, digest=digest[:36], source_type=source_type, source=json.dumps(source),
+                          profile=json.dumps(profile))
+        self.client.log_inputs(run_id, datasets=[DatasetInput(dataset, [InputTag("mlflow.data.context", context)])])
+
+    def gather_datasets(self, run_id: str, from_run_ids: list[str]) -> None:
+        """Log on `run_id` every distinct dataset input of the given runs (a parent lists its arms' data)."""
+        inputs: dict[tuple[str, str], DatasetInput] = {}
+        for source_id in from_run_ids:
+            for item in self.client.get_run(source_id).inputs.dataset_inputs:
+                inputs.setdefault((item.dataset.name, item.dataset.digest), item)
+        if inputs:
+            self.client.log_inputs(run_id, datasets=list(inputs.values()))
 
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         items = [Param(k, _param(v)) for k, v in sorted(params.items())]
@@ -78,6 +123,9 @@ class Tracker:
 
     def set_tags(self, run_id: str, tags: dict[str, Any]) -> None:
         self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])
+
+    def tag(self, run_id: str, key: str) -> str | None:
+        return self.client.get_run(run_id).data.tags.get(key)
 
     def log_metrics(self, run_id: str, metrics: dict[str, float], step: int) -> None:
         now = int(time.time() * 1000)
@@ -115,6 +163,68 @@ class Tracker:
         if current in ("FINISHED", "FAILED", "KILLED"):
             return
         self.client.set_terminated(run_id, status=status)
+
+
+def command_line() -> str:
+    """This process's command line as the user typed it: `hypotrack run h06 --no-peft`."""
+    program = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    if program in ("__main__.py", "cli") or program.startswith("hypotrack"):
+        program = "hypotrack"  # `python -m hypotrack.cli` and the console script are the same command
+    return shlex.join([program, *sys.argv[1:]])
+
+
+def sqlite_file(uri: str) -> Path | None:
+    """The database file of a SQLite store (the one kind of store that travels with a project); None for others."""
+    match = re.match(r"^sqlite:///([^?]+)", uri)
+    if not match or match.group(1).startswith(":memory:"):
+        return None
+    return Path(match.group(1)).expanduser()
+
+
+def store_dir(uri: str) -> Path | None:
+    """The folder holding a SQLite store's file; None for other stores."""
+    database = sqlite_file(uri)
+    return database.resolve().parent if database is not None else None
+
+
+def _folder_name(experiment_name: str) -> str:
+    """An experiment name as a relative folder path: `hypotrack/h06` stays, anything odd becomes `_`."""
+    parts = [re.sub(r"[^A-Za-z0-9._-]+", "_", part) for part in experiment_name.split("/")]
+    return "/".join(part for part in parts if part not in ("", ".", "..")) or "experiment"
+
+
+def relocate_artifacts(uri: str) -> int:
+    """Point hypotrack's experiments at the artifacts beside their store after the store moved or was copied.
+
+    MLflow records artifact locations as absolute paths, so a moved project's UI would show no files and a
+    copied one the original's. Each experiment hypotrack creates notes the store folder it was written for;
+    when the SQLite file now lives elsewhere, the experiment's and its runs' artifact paths under that
+    folder are rewritten to the new one. MLflow has no API to change an artifact location, hence the SQL on
+    its `experiments`, `runs` and `experiment_tags` tables. Returns how many experiments were moved.
+    """
+    database = sqlite_file(uri)
+    if database is None or not database.exists():
+        return 0
+    here = database.resolve().parent
+    moved = 0
+    with closing(sqlite3.connect(database, timeout=30)) as db, db:
+        try:
+            rows = db.execute("SELECT experiment_id, value FROM experiment_tags WHERE key = ?",
+                              (Tags.STORE_DIR,)).fetchall()
+        except sqlite3.OperationalError:  # not an MLflow store (yet)
+            return 0
+        for experiment_id, written_for in rows:
+            if written_for == str(here):
+                continue
+            old, new = written_for.rstrip("/") + "/", str(here).rstrip("/") + "/"
+            for table, column in (("experiments", "artifact_location"), ("runs", "artifact_uri")):
+                db.execute(f"UPDATE {table} SET {column} = ? || substr({column}, ?) "  # noqa: S608 - fixed names
+                           f"WHERE experiment_id = ? AND substr({column}, 1, ?) = ?",
+                           (new, len(old) + 1, experiment_id, len(old), old))
+            db.execute("UPDATE experiment_tags SET value = ? WHERE experiment_id = ? AND key = ?",
+                       (str(here), experiment_id, Tags.STORE_DIR))
+            moved += 1
+    return moved
 
 
 def _param(value: Any) -> str:

@@ -28,7 +28,8 @@ the captured generator logps vs the trainer's logps (`old_per_token_logps`, or a
 batch (tokens that do not match are not compared). At step 0 with fresh adapters B == 0, so a disabled
 generator is invisible until the adapters move: read these after the first steps.
 
-Full fine-tuning: the adapter keys are 0.0 and `lora_enabled` is 0; the gap keys work the same.
+Full fine-tuning: `lora_enabled` is 0 and the adapter keys and `gen_adapter_active_share` are not logged
+(there are no adapters: a 0 would read like adapters switched off); the checksum and gap keys work the same.
 """
 from __future__ import annotations
 
@@ -275,7 +276,8 @@ class LoraSyncHook(DiagnosticHook):
                 return out  # the generator is not this model (vLLM / a copy): only TRL's sampling logps can tell
             now, _ = self._checksum(gen=False)
             out["gen_checksum_rel_diff"] = abs(cap["checksum"] - now) / (abs(now) + 1e-12) if cap["checksum"] != now else 0.0
-            out["gen_adapter_active_share"] = cap["active"] if self.lora else 0.0
+            if self.lora:
+                out["gen_adapter_active_share"] = cap["active"]
             if "logp_gap_source" in out or not cap["logps"] or cap["rows"] != batch.completion_ids.size(0):
                 return out
             B, C = batch.completion_ids.shape
@@ -336,7 +338,6 @@ class LoraSyncHook(DiagnosticHook):
             same, out["ref_available"] = True, 0.0
         out["ref_equals_base"] = 1.0 if same else 0.0
         if not self.lora:
-            out.update({k: 0.0 for k in ADAPTER_KEYS})
             return out
         # per adapter: ||A||, ||B||, trace((B^T B)(A A^T)), moved since train begin, B all zero, ||A - A_prev||,
         # ||B - B_prev|| (NaN when there is no previous value), stacked and read back with one `.tolist()`

@@ -2,6 +2,11 @@
 
 `mlflow server` starts job-consumer children that survive a plain kill of the
 server; starting it in a new session and signalling the group ends them all.
+
+It starts one web worker and no job execution: the jobs run MLflow's GenAI
+features (judges, scorers), which hypotrack's model-training experiments do not
+use, and on a small machine the four default workers and seven job consumers
+took 26-41 s to answer instead of about 10.
 """
 
 from __future__ import annotations
@@ -11,35 +16,90 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 from hypotrack.errors import HypotrackError
+
+# MLflow 3.17's UI shows every experiment in one mode for the whole browser (GenAI unless the user
+# switched); this URL parameter opens it in the model-training view, where runs, metrics and datasets live.
+MODEL_TRAINING_VIEW = "workflowType=machine_learning"
+START_TIMEOUT = 180.0  # seconds for the server's first answer; a loaded 2-core machine needs 10-40
 
 
 def default_tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
 
 
-def serve(tracking_uri: str | None, port: int, wait: bool = True) -> subprocess.Popen:
+def experiment_url(base: str, experiment_id: str | None = None, run_id: str | None = None, charts: bool = False) -> str:
+    """A UI page in the model-training view: the experiments, one experiment (its charts), or one run."""
+    if experiment_id is None:
+        return f"{base}/#/experiments?{MODEL_TRAINING_VIEW}"
+    if run_id is not None:
+        return f"{base}/#/experiments/{experiment_id}/runs/{run_id}?{MODEL_TRAINING_VIEW}"
+    mode = "&compareRunsMode=CHART" if charts else ""
+    return f"{base}/#/experiments/{experiment_id}/runs?{MODEL_TRAINING_VIEW}{mode}"
+
+
+def start(tracking_uri: str | None, port: int, timeout: float = START_TIMEOUT) -> tuple[subprocess.Popen, str]:
+    """Start the server and wait until it answers; (the process, its base URL). Raises if it never does."""
     uri = tracking_uri or default_tracking_uri()
     command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
-               "--host", "127.0.0.1", "--port", str(port)]
-    process = subprocess.Popen(command, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    print(f"MLflow UI for {uri}: {url}  (Ctrl-C to stop)", flush=True)
-    if not wait:
-        return process
+               "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    process = subprocess.Popen(command, start_new_session=True, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        from hypotrack.tracking import relocate_artifacts
+
+        relocate_artifacts(uri)  # while the server starts: a moved project's UI shows its own files
+        wait_until_answers(process, base, port, timeout)
+    except BaseException:
+        stop_group(process)
+        raise
+    return process, base
+
+
+def wait_until_answers(process: subprocess.Popen, base: str, port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        code = process.poll()
+        if code is not None:
+            raise HypotrackError(f"the MLflow server exited with code {code} before answering "
+                                 f"(is port {port} in use? try --port)")
+        try:
+            with urllib.request.urlopen(f"{base}/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+    raise HypotrackError(f"the MLflow server did not answer on {base} within {timeout:.0f} s")
+
+
+def serve(tracking_uri: str | None, port: int, wait: bool = True) -> subprocess.Popen:
+    """Start the UI, print its URL once it answers, and (with `wait`) serve until Ctrl-C or SIGTERM."""
+    uri = tracking_uri or default_tracking_uri()
 
     # Started from scripts or as a background job, SIGINT may arrive ignored; handle both
     # Ctrl-C and SIGTERM explicitly so the server group never outlives `hypotrack ui`.
     def stop(_signum: int, _frame: object) -> None:
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    print(f"Starting the MLflow UI for {uri} ...", file=sys.stderr, flush=True)
+    try:
+        process, base = start(uri, port)
+    except KeyboardInterrupt:
+        raise HypotrackError("stopped before the MLflow UI answered") from None
+    print(f"MLflow UI for {uri}: {experiment_url(base)}  (Ctrl-C to stop)", flush=True)
+    if not wait:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        return process
     try:
         code = process.wait()
         if code not in (0, -signal.SIGTERM, -signal.SIGINT):
-            raise HypotrackError(f"the MLflow server exited with code {code} (is port {port} in use?)")
+            raise HypotrackError(f"the MLflow server exited with code {code}")
     except KeyboardInterrupt:
         pass
     finally:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from hypotrack.protocol import ArmSpec, Event, EventTail
 from hypotrack.run import launchers
-from hypotrack.run.records import INTERESTING_GRPO, upload_arm
+from hypotrack.run.records import INTERESTING_GRPO, log_training_inputs, upload_arm
 from hypotrack.run import signals
 from hypotrack.run.signals import check_stop
 from hypotrack.tracking import Tags
@@ -144,6 +144,7 @@ def _config(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN
     tracker.log_dict(arm.run_id, grpo, "resolved/grpo_config.json")
     tracker.set_tags(arm.run_id, {Tags.TRAINABLE_PARAMETERS: event.get("trainable_parameters"),
                                   Tags.DATASET_ROWS: event.get("dataset_rows")})
+    log_training_inputs(tracker, arm.run_id, arm.spec, event)
 
 
 def _params(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001

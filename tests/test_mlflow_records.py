@@ -1,0 +1,165 @@
+"""What a test leaves in MLflow for the UI: model-training experiments whose artifacts follow the store,
+runs that say what they are and who made them, dataset inputs, and the arms compared on the parent run.
+
+Real MLflow SQLite stores, no training: the arms' streamed series are set by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from hypotrack.protocol import ArmSpec
+from hypotrack.run.records import (arm_description, compared_metrics, dataset_source, log_arm_series,
+                                   log_training_inputs, outcome_description, spec_changes, parent_description)
+from hypotrack.run.workers import ArmState
+from hypotrack.spec.models import Hypothesis
+from hypotrack.tracking import MODEL_TRAINING, Tags, Tracker
+from hypotrack.verdict import Verdict
+
+
+def arm_spec(arm: str, seed: int, **changes) -> ArmSpec:
+    fields = dict(hypothesis_id="h06", test_id="t1", arm=arm, seed=seed, trainer="grpo", experiment_name="toy_arith",
+                  experiment_dir="/x", model="toy:arith", data={"task": "arith", "size": 512}, rewards=["m:r"],
+                  reward_weights=None, grpo={"learning_rate": 5e-3, "beta": 0.0},
+                  lora={"enabled": True, "r": 8, "lora_alpha": 16}, max_steps=3)
+    fields.update(changes)
+    return ArmSpec(**fields)
+
+
+def treated(seed: int) -> ArmSpec:
+    return arm_spec("treatment", seed, grpo={"learning_rate": 3e-4, "beta": 0.0}, lora={"enabled": False})
+
+
+def hypothesis() -> Hypothesis:
+    return Hypothesis.model_validate({
+        "id": "h06", "title": "LoRA weight sync", "priority": "high", "statement": "s", "experiment": "toy_arith",
+        "treatment": {"peft": False, "learning_rate": 3e-4},
+        "criteria": {"validated": [{"metric": "diag/lora_sync/logp_gap_max", "arm": "control", "op": ">",
+                                    "threshold": 1e-3}],
+                     "invalidated": [{"metric": "diag/lora_sync/logp_gap_max", "arm": "control", "op": "<=",
+                                      "threshold": 1e-3}]}})
+
+
+@pytest.fixture(scope="module")
+def tracker(tmp_path_factory) -> Tracker:
+    return Tracker(f"sqlite:///{tmp_path_factory.mktemp('store') / 'mlflow.db'}")
+
+
+def test_the_treatment_is_every_setting_it_changes_in_words() -> None:
+    assert spec_changes(arm_spec("control", 0), treated(0)) == [
+        "full fine-tuning instead of LoRA", "learning_rate 0.005 -> 0.0003"]
+    planted = arm_spec("treatment", 0, plant=["lora_not_synced"], grpo={"learning_rate": 5e-3, "beta": 0.04})
+    assert spec_changes(arm_spec("control", 0), planted) == ["beta 0 -> 0.04", "planted fault lora_not_synced"]
+    assert spec_changes(arm_spec("control", 0), arm_spec("control", 1)) == []  # seeds are not settings
+
+
+def test_runs_say_what_they_are() -> None:
+    arms = [ArmState(spec=s, dir=Path("/x")) for s in (arm_spec("control", 0), treated(0))]
+    control, treatment = (arm_description(hypothesis(), a.spec, arms) for a in arms)
+    assert "**control** arm of h06 (LoRA weight sync), seed 0, test t1" in control and "as declared" in control
+    assert "Changes from control: full fine-tuning instead of LoRA; learning_rate 0.005 -> 0.0003." in treatment
+    plan = parent_description(hypothesis(), arms, "**Running**")
+    assert plan.startswith("**Running**: h06 LoRA weight sync")
+    assert "**Treatment**: full fine-tuning instead of LoRA; learning_rate 0.005 -> 0.0003." in plan
+    verdict = Verdict(status="invalidated", confidence=0.75, summary="invalidated: signature absent")
+    done = outcome_description(plan, verdict)
+    assert done.startswith("**Invalidated**, confidence 0.75: h06 LoRA weight sync\n\ninvalidated: signature absent")
+    assert "**Treatment**: full fine-tuning" in done
+
+
+def test_experiments_open_as_model_training_with_artifacts_beside_the_store(tracker: Tracker) -> None:
+    experiment = tracker.client.get_experiment(tracker.experiment_id("hypotrack/h06"))
+    assert experiment.tags[Tags.EXPERIMENT_KIND] == MODEL_TRAINING
+    store = Path(tracker.uri.removeprefix("sqlite:///")).parent
+    assert experiment.artifact_location == str(store / "mlruns" / "hypotrack" / "h06")
+    plain = tracker.client.create_experiment("made elsewhere")  # an experiment hypotrack did not create
+    assert tracker.experiment_id("made elsewhere") == plain
+    assert tracker.client.get_experiment(plain).tags[Tags.EXPERIMENT_KIND] == MODEL_TRAINING
+
+
+def test_runs_record_who_made_them_and_the_command(tracker: Tracker, monkeypatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/hypotrack", "run", "h06", "--no-peft"])
+    run_id = tracker.create_run(tracker.experiment_id("hypotrack/h06"), "control-seed0", {Tags.ARM: "control"})
+    tags = tracker.client.get_run(run_id).data.tags
+    assert tags[Tags.SOURCE_NAME] == "hypotrack run h06 --no-peft"
+    assert tags["mlflow.user"] and tags["mlflow.source.type"] == "LOCAL" and tags[Tags.ARM] == "control"
+
+
+def test_an_arm_lists_its_training_data_and_the_parent_gathers_them(tracker: Tracker) -> None:
+    experiment_id = tracker.experiment_id("hypotrack/h06")
+    parent = tracker.create_run(experiment_id, "test", {})
+    arms = [tracker.create_run(experiment_id, f"control-seed{seed}", {}, parent) for seed in (0, 1)]
+    for seed, run_id in enumerate(arms):
+        log_training_inputs(tracker, run_id, arm_spec("control", seed), {
+            "dataset_digest": f"digest{seed}", "dataset_rows": 512, "dataset_columns": ["prompt", "answer"],
+            "model_source": "/cache/toy/arith"})
+    run = tracker.client.get_run(arms[1])
+    (item,) = run.inputs.dataset_inputs
+    assert (item.dataset.name, item.dataset.digest, item.dataset.source_type) == ("toy-arith", "digest1", "code")
+    assert json.loads(item.dataset.profile) == {"num_rows": 512, "columns": ["prompt", "answer"]}
+    assert [(t.key, t.value) for t in item.tags] == [("mlflow.data.context", "train")]
+    assert run.data.params["model_source"] == "/cache/toy/arith"
+    tracker.gather_datasets(parent, arms + arms)
+    assert sorted(i.dataset.digest for i in tracker.client.get_run(parent).inputs.dataset_inputs) == ["digest0", "digest1"]
+
+
+def test_dataset_sources_use_mlflows_formats(tmp_path: Path) -> None:
+    assert dataset_source({"dataset": "bdsaglam/musique-mini,answerable,train[:100]"}, 0) == (
+        "bdsaglam/musique-mini/answerable", "hugging_face",
+        {"path": "bdsaglam/musique-mini", "config_name": "answerable", "split": "train[:100]"})
+    assert dataset_source({"dataset": str(tmp_path)}, 0) == (tmp_path.name, "local", {"uri": str(tmp_path)})
+    assert dataset_source({"loader": "my_data:load"}, 2)[:2] == ("my_data:load", "code")
+
+
+def test_the_parent_run_compares_the_arms_per_step(tracker: Tracker) -> None:
+    parent = tracker.create_run(tracker.experiment_id("hypotrack/h06"), "test", {})
+    arms = []
+    for spec, rewards, gap in ((arm_spec("control", 0), [0.2, 0.4], [0.0, 0.1]), (arm_spec("control", 1), [0.4, 0.6], None),
+                               (treated(0), [0.5, 0.9], [0.0, 0.3]), (treated(1), [0.3, None], None)):
+        state = ArmState(spec=spec, dir=Path("/x"))
+        state.series["reward"] = [(step, value) for step, value in enumerate(rewards) if value is not None]
+        if gap:
+            state.series["diag/lora_sync/logp_gap_max"] = list(enumerate(gap))
+        arms.append(state)
+    verdict = Verdict(status="invalidated", confidence=0.5, summary="s")
+    verdict.results = [type("Result", (), {"criterion": c})() for _, _, c in hypothesis().criteria.all_criteria()]
+    metrics = compared_metrics(verdict)
+    assert metrics["outcome"][:2] == ["reward", "task_reward"]
+    assert metrics["signature"] == ["diag/lora_sync/logp_gap_max"]
+    for question, names in metrics.items():
+        log_arm_series(tracker, parent, arms, names, f"arms/{question}")
+
+    def history(key: str) -> list[tuple[int, float]]:
+        return [(m.step, round(m.value, 6)) for m in sorted(tracker.client.get_metric_history(parent, key),
+                                                           key=lambda m: m.step)]
+
+    assert history("arms/outcome/reward/control") == [(0, 0.3), (1, 0.5)]
+    assert history("arms/outcome/reward/treatment") == [(0, 0.4), (1, 0.9)]  # step 1: the one seed that logged it
+    assert history("arms/outcome/reward/delta") == [(0, 0.1), (1, 0.5)]  # paired by seed: step 1 has seed 0 only
+    assert history("arms/signature/diag/lora_sync/logp_gap_max/delta") == [(0, 0.0), (1, 0.2)]
+    assert "arms/outcome/task_reward/control" not in tracker.client.get_run(parent).data.metrics  # never logged
+
+
+def test_a_moved_store_shows_its_own_artifacts(tmp_path: Path) -> None:
+    original = tmp_path / "project"
+    original.mkdir()
+    tracker = Tracker(f"sqlite:///{original / 'mlflow.db'}")
+    run_id = tracker.create_run(tracker.experiment_id("hypotrack/h06"), "test", {})
+    tracker.log_text(run_id, "written before the move", "note.txt")
+    tracker.end(run_id, "FINISHED")
+    moved = tmp_path / "elsewhere" / "project"
+    moved.parent.mkdir()
+    shutil.move(str(original), moved)
+
+    tracker = Tracker(f"sqlite:///{moved / 'mlflow.db'}")  # opening the store relocates its artifact paths
+    run = tracker.client.get_run(run_id)
+    assert run.info.artifact_uri.startswith(str(moved / "mlruns" / "hypotrack" / "h06"))
+    assert Path(tracker.client.download_artifacts(run_id, "note.txt")).read_text() == "written before the move"
+    experiment = tracker.client.get_experiment(run.info.experiment_id)
+    assert experiment.artifact_location == str(moved / "mlruns" / "hypotrack" / "h06")
+    assert experiment.tags[Tags.STORE_DIR] == str(moved)
