@@ -155,3 +155,14 @@ def any_registry_url(request, registry_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{registry_path}"
     return request.getfixturevalue("postgres_url")
+
+
+# ------------------------------------------------------------------ launchers (python vs accelerate vs Ray)
+
+
+@pytest.fixture(scope="session")
+def python_launcher_run(tmp_path_factory, toy_cache: Path):
+    """The reference run the accelerate and Ray launcher tests compare with, trained once per session."""
+    from team_support import run_with
+
+    return run_with(tmp_path_factory.mktemp("python-launcher"), toy_cache, "--launcher", "python")

@@ -15,6 +15,7 @@ from typing import Any, Callable
 import click
 
 from hypotrack.cli.context import Context, console, pass_ctx
+from hypotrack.run.launchers import LAUNCHERS, LaunchOptions
 from hypotrack.spec.run_settings import RUN_SETTINGS, RunSetting
 
 
@@ -87,8 +88,13 @@ def _parse_sets(values: tuple[str, ...]) -> dict:
 @click.option("--arms", "arm_names", metavar="ARMS", help="Comma-separated arms to run [the hypothesis's arms].")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), help="Where arms write [./outputs].")
 @click.option("--parallel", type=click.IntRange(1), help="Workers at once [number of CPU cores].")
-@click.option("--launcher", type=click.Choice(["python", "accelerate"]), default="python", show_default=True,
-              help="How workers start; accelerate for multi-GPU machines.")
+@click.option("--launcher", type=click.Choice(LAUNCHERS), default="python", show_default=True,
+              help="How workers start: accelerate trains each arm over several GPUs (or CPU processes); "
+                   "ray runs arms x seeds as Ray tasks, locally or on a cluster.")
+@click.option("--processes", type=click.IntRange(1), help="--launcher accelerate: processes per arm "
+              "[accelerate's config: every GPU].")
+@click.option("--ray-address", metavar="ADDRESS", help="--launcher ray: an existing Ray cluster (auto, "
+              "ray://HEAD:10001) [a local Ray instance].")
 @click.option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow tracking URI [env MLFLOW_TRACKING_URI].")
 @click.option("--mlflow-experiment", metavar="NAME", help="MLflow experiment [hypotrack/<ID>].")
 @click.option("--deterministic", is_flag=True, help="Set every seed and deterministic switch; recorded with the run.")
@@ -96,13 +102,14 @@ def _parse_sets(values: tuple[str, ...]) -> dict:
 @pass_ctx
 def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | None, sets: tuple[str, ...],
         arm_names: str | None, output_dir: Path | None, parallel: int | None, launcher: str,
+        processes: int | None, ray_address: str | None,
         tracking_uri: str | None, mlflow_experiment: str | None, deterministic: bool, dry_run: bool,
         **settings: Any) -> None:
     """Test a hypothesis: train control and treatment arms over seeds, log to MLflow, record the verdict.
 
-    Flags that describe the setup (--max-steps, --batch-size, --num-generations, --logging-steps,
-    --model, --dataset, --plant) apply to both arms; the others change the treatment arm only,
-    on top of the hypothesis's own treatment.
+    The control arm is the experiment as written. Flags that describe the setup say "both arms"
+    and apply to both; the others change the treatment arm only, on top of the hypothesis's own
+    treatment.
 
     \b
     Example:
@@ -126,7 +133,8 @@ def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | N
     if dry_run:
         _print_plan(plan.specs, plan.config_hash)
         return
-    _run(ctx, plan, parallel, launcher, output_dir, tracking_uri, mlflow_experiment)
+    launch = LaunchOptions(launcher, processes, ray_address)
+    _run(ctx, plan, parallel, launch, output_dir, tracking_uri, mlflow_experiment)
 
 
 def _print_plan(specs, digest: str) -> None:  # noqa: ANN001
@@ -145,14 +153,15 @@ def _print_plan(specs, digest: str) -> None:  # noqa: ANN001
         out.print(Syntax(json.dumps(body, indent=2, default=str), "json", theme="ansi_dark", word_wrap=True))
 
 
-def _run(ctx: Context, plan, parallel, launcher, output_dir, tracking_uri, mlflow_experiment) -> None:  # noqa: ANN001
+def _run(ctx: Context, plan, parallel, launch, output_dir, tracking_uri, mlflow_experiment) -> None:  # noqa: ANN001
     from hypotrack.cli.progress import ProgressDisplay, print_outcome
     from hypotrack.run.api import run_prepared
     from hypotrack.run.lifecycle import RunOptions
 
     out = console()
     registry = ctx.registry()
-    options = RunOptions(parallel=parallel, launcher=launcher, output_dir=output_dir, tracking_uri=tracking_uri,
+    options = RunOptions(parallel=parallel, launcher=launch.launcher, processes=launch.processes,
+                         ray_address=launch.ray_address, output_dir=output_dir, tracking_uri=tracking_uri,
                          mlflow_experiment=mlflow_experiment, flags=plan.flags)
     with ProgressDisplay(out) as display:
         def announce(test_id: str, parent_id: str, uri: str) -> None:

@@ -5,7 +5,7 @@
 - preflight.py   a missing model, dataset or import path fails before anything is recorded
 - lifecycle.py   one test from start to verdict, with interrupts handled
 - workers.py     worker scheduling and the handler of each worker event
-- launchers.py   how a worker process starts (python, accelerate)
+- launchers.py   how a worker starts (python, accelerate; ray_launch.py: Ray tasks, local or a cluster)
 - records.py     what goes to MLflow besides the metrics; plots.py the reward curves
 - signals.py     Ctrl-C and SIGTERM as a flag the loop checks
 - selftest.py    planted faults x hypotheses, sharing arms between cells

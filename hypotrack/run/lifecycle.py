@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from hypotrack.protocol import ArmSpec
-from hypotrack.run import signals
+from hypotrack.run import launchers, signals
 from hypotrack.run.plan import config_hash
 from hypotrack.run.preflight import preflight
 from hypotrack.run.records import log_outcome, log_plan
@@ -35,10 +35,16 @@ MLFLOW_STATUS = {"finished": "FINISHED", "killed": "KILLED"}
 class RunOptions:
     parallel: int | None = None
     launcher: str = "python"
+    processes: int | None = None  # --launcher accelerate: processes per arm
+    ray_address: str | None = None  # --launcher ray: an existing cluster instead of a local Ray
     output_dir: Path | None = None
     tracking_uri: str | None = None
     mlflow_experiment: str | None = None
     flags: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def launch(self) -> launchers.LaunchOptions:
+        return launchers.LaunchOptions(self.launcher, self.processes, self.ray_address)
 
 
 @dataclass
@@ -70,6 +76,7 @@ def run_test(
     from hypotrack.tracking import Tracker, close_orphaned_runs
 
     preflight(specs)
+    launchers.check(options.launch)
     tracker = Tracker(options.tracking_uri)
     close_orphaned_runs(registry, tracker)
     arms_used = sorted({s.arm for s in specs}, key=ARMS.index)
@@ -78,7 +85,7 @@ def run_test(
     test = store.start_test_run(registry, hypothesis.id, experiment=specs[0].experiment_name, arms=arms_used,
                                 seeds=seeds, config_hash=digest, flags=options.flags, tracking_uri=tracker.uri)
     out_root = (options.output_dir or Path.cwd() / "outputs") / f"{hypothesis.id}-{test.id}"
-    parallel = options.parallel or default_parallel(len(specs))
+    parallel = options.parallel or launchers.default_parallel(options.launch, len(specs))
     threads = max(1, (os.cpu_count() or 1) // parallel)
     arms = []
     for spec in specs:
@@ -103,7 +110,7 @@ def run_test(
         if on_start:
             on_start(test.id, parent_id, tracker.uri)
         signals.check_stop()
-        run_workers(arms, options.launcher, parallel, tracker, display)
+        run_workers(arms, options.launch, parallel, tracker, display)
         signals.check_stop()
         failed = {a.spec.key: a.error or a.status for a in arms if a.status != "finished"}
         verdict = decide(hypothesis, series_by_arm(arms), seeds, failed)

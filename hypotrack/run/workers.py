@@ -1,8 +1,10 @@
-"""Schedule worker processes over arms x seeds and turn their events into records.
+"""Schedule workers over arms x seeds and turn their events into records.
 
 Each arm's worker streams `Event`s (hypotrack.protocol); `HANDLERS` has one
 handler per event kind, which updates the arm's state (what the progress display
-and the verdict read) and logs to its MLflow run.
+and the verdict read) and logs to its MLflow run. How a worker starts (a local
+process, `accelerate launch`, a Ray task) is the launcher's business
+(run/launchers.py); its events arrive in the arm's events.jsonl either way.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class ArmState:
     spec: ArmSpec
     dir: Path
     run_id: str = ""
-    process: subprocess.Popen | None = None
+    process: launchers.Worker | None = None
     tail: EventTail | None = None
     status: str = "queued"  # queued, starting, running, finished, failed, killed
     step: int = 0
@@ -57,8 +59,22 @@ class ArmState:
 Display = Callable[[list[ArmState]], None]
 
 
-def run_workers(arms: list[ArmState], launcher: str, parallel: int, tracker, display: Display | None) -> None:  # noqa: ANN001
-    """Start at most ``parallel`` workers at a time until every arm ended; raises Stop on SIGINT/SIGTERM."""
+def run_workers(arms: list[ArmState], launch: launchers.LaunchOptions | str, parallel: int, tracker,  # noqa: ANN001
+                display: Display | None) -> None:
+    """Run at most ``parallel`` workers at a time until every arm ended; raises Stop on SIGINT/SIGTERM,
+    after stopping the workers."""
+    launcher = launchers.open_launcher(launch)
+    try:
+        _schedule(arms, launcher, parallel, tracker, display)
+    except BaseException:
+        stop_all(arms, tracker)
+        raise
+    finally:
+        launcher.close()
+
+
+def _schedule(arms: list[ArmState], launcher: launchers.Launcher, parallel: int, tracker,  # noqa: ANN001
+              display: Display | None) -> None:
     queue = list(arms)
     running: list[ArmState] = []
     last_draw = 0.0
@@ -72,7 +88,7 @@ def run_workers(arms: list[ArmState], launcher: str, parallel: int, tracker, dis
             events = arm.dir / "events.jsonl"
             events.unlink(missing_ok=True)
             arm.tail = EventTail(events)
-            arm.process = launchers.start(launcher, spec_path, events, arm.dir / "worker.log", arm.spec.threads)
+            arm.process = launcher.start(spec_path, events, arm.dir / "worker.log", arm.spec.threads)
             arm.status, arm.started = "starting", time.time()
             running.append(arm)
         time.sleep(0.2)
@@ -99,17 +115,17 @@ def run_workers(arms: list[ArmState], launcher: str, parallel: int, tracker, dis
 
 
 def stop_all(arms: list[ArmState], tracker) -> None:  # noqa: ANN001
-    """SIGTERM every live worker group, wait, then SIGKILL stragglers; record what came in."""
+    """Stop every live worker (SIGTERM, or a Ray cancel), wait, then kill stragglers; record what came in."""
     signals.ignore()  # a second Ctrl-C while we clean up must not leave runs open
     live = [a for a in arms if a.process is not None and a.process.poll() is None]
     for arm in live:
-        launchers.terminate(arm.process)
+        arm.process.terminate()
     deadline = time.time() + STOP_GRACE_SECONDS
     for arm in live:
         try:
             arm.process.wait(timeout=max(0.1, deadline - time.time()))
         except subprocess.TimeoutExpired:
-            launchers.terminate(arm.process, signal.SIGKILL)
+            arm.process.terminate(signal.SIGKILL)
             arm.process.wait()
     for arm in arms:
         if not arm.done:

@@ -62,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     out_dir = Path(spec.output_dir)
+    rank = int(os.environ.get("RANK", "0"))
+    if rank:  # accelerate's other ranks: rank 0 writes the arm's files, the others keep theirs apart
+        out_dir = out_dir / f"rank{rank}"
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
     try:

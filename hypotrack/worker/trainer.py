@@ -47,8 +47,17 @@ class HypotrackGRPOTrainer(GRPOTrainer):
         if self.faults is not None:
             rewards_per_func = self.faults.rewards(self, rewards_per_func, inputs, completions)
         self._scored = {"inputs": inputs, "prompts": prompts, "completions": completions,
-                        "rewards_per_func": rewards_per_func.detach()}
+                        "rewards_per_func": self._local_rows(rewards_per_func.detach(), len(prompts))}
         return rewards_per_func
+
+    def _local_rows(self, gathered: torch.Tensor, count: int) -> torch.Tensor:
+        """This process's rows of a tensor TRL gathered from every process (TRL's own process slice).
+
+        Under `accelerate launch` each rank's hooks then see one consistent share of the rollout
+        (its completions, their rewards and advantages); only rank 0's diagnostics are streamed.
+        """
+        start = self.accelerator.process_index * count
+        return gathered[start:start + count]
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)

@@ -1,0 +1,221 @@
+"""`--launcher ray`: each arm x seed is a Ray task, on a local Ray instance or an existing cluster.
+
+The task runs the same worker command as the python launcher (`python -m hypotrack.worker
+SPEC`) in a child process of the Ray worker, in a scratch folder of the node it lands on, so
+the arm trains exactly as it does locally. The node may not share the runner's disk, so the
+task is a streaming generator: it yields the worker's event lines as they are written, and
+at the end the arm's files (log, samples, diagnostics). The runner appends the lines to the
+arm folder's events.jsonl, where the usual EventTail and HANDLERS read them, and writes the
+files beside them before it uploads the arm to MLflow. Stopping the test cancels the tasks;
+a cancelled task ends its worker's process group.
+
+Each task asks Ray for the arm's threads as CPUs and, when the cluster has GPUs, one GPU (Ray
+sets CUDA_VISIBLE_DEVICES for it). On a cluster every node needs the same Python environment
+with hypotrack, and the paths an experiment names (model folder, modules beside it, toy-lab
+cache) must exist on the nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from hypotrack.errors import HypotrackError
+from hypotrack.protocol import EVENTS_ENV
+from hypotrack.run.launchers import Launcher, LaunchOptions, set_parent_death_signal, worker_env
+
+# Environment the runner hands to every task, so a remote worker sees what a local one would.
+PASSED_ENV_PREFIXES = ("HYPOTRACK_", "HF_", "TRANSFORMERS_", "TRL_", "PYTHONHASHSEED", "CUBLAS_WORKSPACE_CONFIG")
+POLL_SECONDS = 0.3
+STOP_GRACE_SECONDS = 15
+MAX_FILE_BYTES = 64 * 2**20  # larger files (checkpoints) stay on the node; the log says which
+# A local Ray instance: a small object store, no dashboard, task output kept out of the runner's display.
+LOCAL_INIT = {"include_dashboard": False, "object_store_memory": 256 * 2**20}
+
+
+class RayLauncher(Launcher):
+    def __init__(self, options: LaunchOptions) -> None:
+        super().__init__(options)
+        import ray
+
+        self.ray = ray
+        self.started_here = not ray.is_initialized()
+        if self.started_here:
+            # Ray's head node installs its own SIGTERM handler; the runner's (stop the workers,
+            # end the runs KILLED) must stay in charge.
+            handler = signal.getsignal(signal.SIGTERM)
+            try:
+                if options.ray_address:
+                    ray.init(address=options.ray_address, log_to_driver=False, logging_level="WARNING")
+                else:
+                    ray.init(log_to_driver=False, logging_level="WARNING", **LOCAL_INIT)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                where = options.ray_address or "a local Ray instance"
+                raise HypotrackError(f"--launcher ray: cannot start or reach {where}: {exc}") from None
+            finally:
+                signal.signal(signal.SIGTERM, handler)
+        resources = ray.cluster_resources()
+        self.cpus = float(resources.get("CPU", 0))
+        self.gpus_per_arm = 1 if resources.get("GPU", 0) >= 1 else 0
+        self.task = ray.remote(max_retries=0)(run_arm)
+        self.passed_env = {k: v for k, v in os.environ.items()
+                           if k.startswith(PASSED_ENV_PREFIXES) and k != EVENTS_ENV}
+
+    def start(self, spec_path: Path, events_path: Path, log_path: Path, threads: int) -> "RayWorker":
+        if threads > self.cpus:
+            raise HypotrackError(f"--launcher ray: an arm asks for {threads} CPUs and the Ray cluster has "
+                                 f"{self.cpus:g}; give fewer threads per arm with --parallel")
+        stream = self.task.options(num_cpus=threads, num_gpus=self.gpus_per_arm).remote(
+            spec_path.read_text(), {**self.passed_env, **worker_env(threads)}, os.getcwd())
+        return RayWorker(self.ray, stream, spec_path.parent, events_path, log_path)
+
+    def close(self) -> None:
+        if self.started_here and self.ray.is_initialized():
+            self.ray.shutdown()  # a local instance ends; a cluster is only disconnected from
+
+
+class RayWorker:
+    """The runner's end of one arm's task: pumps its stream into the arm folder."""
+
+    def __init__(self, ray, stream, arm_dir: Path, events_path: Path, log_path: Path) -> None:  # noqa: ANN001
+        self.ray, self.stream = ray, stream
+        self.arm_dir, self.events_path, self.log_path = arm_dir, events_path, log_path
+        self.code: int | None = None
+        events_path.touch()
+
+    def poll(self) -> int | None:
+        self._pump()
+        return self.code
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.time() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.time() > deadline:
+                raise subprocess.TimeoutExpired(f"ray task for {self.arm_dir.name}", timeout)
+            time.sleep(0.1)
+        return self.code
+
+    def terminate(self, sig: int = signal.SIGTERM) -> None:
+        if self.code is None:
+            # A plain cancel interrupts the task, whose `finally` stops the worker; force kills the Ray worker.
+            self.ray.cancel(self.stream, force=sig == signal.SIGKILL)
+
+    def _pump(self) -> None:
+        while self.code is None:
+            ready, _ = self.ray.wait([self.stream], timeout=0)
+            if not ready:
+                return
+            try:
+                item = self.ray.get(next(self.stream))
+            except StopIteration:
+                self._end(-1, "the Ray task ended without the worker's exit code")
+                return
+            except Exception as exc:  # noqa: BLE001 - cancelled, or the node or its Ray worker died
+                cancelled = isinstance(exc, self.ray.exceptions.TaskCancelledError)
+                self._end(-signal.SIGTERM if cancelled else -1, f"the Ray task ended: {type(exc).__name__}: {exc}")
+                return
+            if "events" in item:
+                with open(self.events_path, "a", encoding="utf-8") as handle:
+                    handle.write(item["events"])
+            if "exit" in item:
+                self._collect(item["files"])
+                self.code = int(item["exit"])
+
+    def _collect(self, files: dict[str, bytes]) -> None:
+        for name, data in files.items():
+            path = self.arm_dir / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+
+    def _end(self, code: int, reason: str) -> None:
+        with open(self.log_path, "a", encoding="utf-8") as handle:
+            handle.write(reason[:2000] + "\n")
+        self.code = code
+
+
+# ------------------------------------------------------------------ what runs on the Ray node
+
+
+def run_arm(spec_json: str, env: dict[str, str], cwd: str) -> Iterator[dict[str, Any]]:
+    """Train one arm in a child process; yield {"events": lines} as they come, then {"exit", "files"}.
+
+    The worker runs in the runner's working directory where the node has it (a local Ray, a shared
+    disk), as it would under the python launcher; elsewhere in its scratch folder.
+    """
+    scratch = Path(tempfile.mkdtemp(prefix="hypotrack-arm-"))
+    spec = json.loads(spec_json)
+    spec["output_dir"] = str(scratch)
+    spec_path = scratch / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    events = scratch / "events.jsonl"
+    events.touch()
+    log = open(scratch / "worker.log", "ab")  # noqa: SIM115 - handed to the child
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "hypotrack.worker", str(spec_path)],
+            env={**os.environ, **env, EVENTS_ENV: str(events)}, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, cwd=cwd if os.path.isdir(cwd) else scratch, start_new_session=True,
+            preexec_fn=set_parent_death_signal)
+    finally:
+        log.close()
+    offset = 0
+    try:
+        while True:
+            code = process.poll()
+            lines, offset = _complete_lines(events, offset)
+            if lines:
+                yield {"events": lines}
+            if code is not None:
+                break
+            time.sleep(POLL_SECONDS)
+        yield {"exit": code, "files": _arm_files(scratch)}
+    finally:
+        _stop(process)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _complete_lines(path: Path, offset: int) -> tuple[str, int]:
+    with open(path, encoding="utf-8") as handle:
+        handle.seek(offset)
+        chunk = handle.read()
+    complete = chunk[: chunk.rfind("\n") + 1]  # a line being written waits for the next read
+    return complete, offset + len(complete.encode("utf-8"))
+
+
+def _arm_files(scratch: Path) -> dict[str, bytes]:
+    """The files the runner uploads (log, traceback, artifacts/); not the spec or events it already has."""
+    files, skipped = {}, []
+    candidates = [scratch / "worker.log", scratch / "traceback.txt", *sorted((scratch / "artifacts").rglob("*"))]
+    for path in candidates:
+        if not path.is_file():
+            continue
+        if path.stat().st_size > MAX_FILE_BYTES:
+            skipped.append(path.name)
+            continue
+        files[str(path.relative_to(scratch))] = path.read_bytes()
+    if skipped:
+        note = f"\nhypotrack: left on the Ray node (over {MAX_FILE_BYTES >> 20} MiB): {', '.join(skipped)}\n"
+        files["worker.log"] = files.get("worker.log", b"") + note.encode()
+    return files
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """End the worker's process group: SIGTERM (it records itself killed), then SIGKILL."""
+    if process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=STOP_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    except ProcessLookupError:
+        pass
