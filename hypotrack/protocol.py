@@ -43,6 +43,7 @@ class ArmSpec(BaseModel):
     data: dict[str, Any]
     rewards: list[str]
     reward_weights: list[float] | None
+    task_reward_index: int = 0  # which of `rewards` is the task reward; the others are auxiliary
     grpo: dict[str, Any]  # GRPOConfig fields, resolved
     lora: dict[str, Any]  # peft LoraConfig fields plus `enabled` (false: full fine-tuning)
     max_steps: int
@@ -50,6 +51,7 @@ class ArmSpec(BaseModel):
     hook_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
     plant: list[str] = Field(default_factory=list)
     deterministic: bool = False
+    repair_mask: bool = False  # take tokens the policy did not write out of the loss (h02's treatment)
     critic: dict[str, Any] | None = None
     parity: dict[str, Any] | None = None
     output_dir: str = ""
@@ -72,7 +74,7 @@ class Event(str, enum.Enum):
 
     STARTED = "started"  # pid, versions
     PHASE = "phase"  # text: what the arm does before its first step (e.g. building the toy model)
-    CONFIG = "config"  # the resolved GRPOConfig, trainable parameters, dataset rows
+    CONFIG = "config"  # the resolved GRPOConfig, trainable parameters, dataset rows, digest and columns, model source
     PARAMS = "params"  # extra parameters to record (determinism switches, critic controls)
     METRICS = "metrics"  # step, metrics
     REWARD_ERRORS = "reward_errors"  # totals per reward function and the first message of each

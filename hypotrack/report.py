@@ -27,6 +27,15 @@ def confidence_label(value: float | None) -> str:
     return f"{word} ({value:.2f})"
 
 
+def effect_label(effect: dict[str, Any] | None) -> str:
+    """A test run's treatment effect in a table cell: mean [interval] and what it means."""
+    if not effect or effect.get("mean") is None:
+        return "-" if not effect else "not tested"
+    words = {"helps": "helps", "no_help": "no help", "undetermined": "undetermined"}.get(effect.get("verdict"), "")
+    interval = f" [{effect['low']:+.3g}, {effect['high']:+.3g}]" if effect.get("low") is not None else ""
+    return f"{effect['mean']:+.3g}{interval} {words}".strip()
+
+
 def _when(value: datetime | None) -> str:
     if value is None:
         return "-"
@@ -131,7 +140,7 @@ def test_run_json(run) -> dict[str, Any]:  # noqa: ANN001
         "summary": run.summary, "error": run.error, "started_at": _iso(run.started_at),
         "ended_at": _iso(run.ended_at), "pid": run.pid, "host": run.host, "config_hash": run.config_hash,
         "mlflow_parent_run_id": run.mlflow_parent_run_id, "mlflow_run_ids": run.mlflow_run_ids,
-        "flags": run.flags,
+        "flags": run.flags, "effect": run.effect,
     }
 
 
@@ -152,12 +161,12 @@ def render_report(rows: list[StatusRow], runs: list, next_: NextStep) -> str:
     else:
         out.append(next_.reason)
     out += ["", "## Experiments Log", "",
-            "| Started | Hypothesis | Test run | State | Verdict | Confidence | Summary |",
-            "|---------|------------|----------|-------|---------|------------|---------|"]
+            "| Started | Hypothesis | Test run | State | Verdict | Confidence | Effect | Summary |",
+            "|---------|------------|----------|-------|---------|------------|--------|---------|"]
     for run in runs:
         summary = (run.summary or run.error or "").replace("|", "\\|").replace("\n", " ")
         out.append(f"| {_when(run.started_at)} | {run.hypothesis_id.upper()} | {run.id} | {run.state} | "
-                   f"{run.verdict or '-'} | {confidence_label(run.confidence)} | {summary} |")
+                   f"{run.verdict or '-'} | {confidence_label(run.confidence)} | {effect_label(run.effect)} | {summary} |")
     if not runs:
-        out.append("| - | - | - | - | - | - | no test runs yet |")
+        out.append("| - | - | - | - | - | - | - | no test runs yet |")
     return "\n".join(out) + "\n"

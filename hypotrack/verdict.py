@@ -1,8 +1,16 @@
-"""Evaluate a hypothesis's declarative criteria over the metrics of its arms and seeds.
+"""A verdict answers the user's two questions about a hypothesis, from the metrics of its arms and seeds.
 
-Pure Python plus scipy.stats: the runner hands in the series it collected from
-the workers, this module says validated / invalidated / inconclusive, how sure
-it is, and which numbers decided it.
+1. The signature: do the diagnostics show this bug's fingerprint? The hypothesis's declarative
+   criteria, evaluated over steps and seeds: present (the validated criteria hold), absent (the
+   invalidated criteria hold) or undecided.
+2. The effect: does the treatment help? Treatment minus control on the outcome, paired by seed,
+   with its interval (hypotrack/effect.py).
+
+Status: signature and effect -> validated; one without the other -> partial, saying which; no
+signature -> invalidated; a signature whose effect these seeds cannot tell, or an undecided
+signature -> inconclusive, saying what would decide it. Without a treatment arm (or for checks
+that are their own test: parity, critic) the signature decides alone, and the summary says so.
+Pure Python plus scipy.stats: the runner hands in the series it collected from the workers.
 """
 
 from __future__ import annotations
@@ -13,10 +21,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from hypotrack.effect import Effect, Series, measure
 from hypotrack.spec.models import AnyOf, Criterion, Hypothesis
-
-# arm -> seed -> metric -> [(step, value)]
-Series = dict[str, dict[int, dict[str, list[tuple[int, float]]]]]
 
 OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
        "==": operator.eq, "!=": operator.ne}
@@ -36,7 +42,8 @@ class CriterionResult:
     def describe(self) -> str:
         c = self.criterion
         if self.value is None:
-            return f"{c.metric} [{c.arm}]: no data ({self.missing})"
+            hint = f"; {c.if_missing.strip()}" if c.if_missing else ""
+            return f"{c.metric} [{c.arm}]: no data ({self.missing}){hint}"
         name = f"|{c.metric}|" if c.abs else c.metric
         passing = sum(1 for v in self.per_seed.values() if v is not None and _compare(c, v))
         counted = sum(1 for v in self.per_seed.values() if v is not None)
@@ -54,14 +61,19 @@ class CriterionResult:
 
 @dataclass
 class Verdict:
-    status: str  # validated | invalidated | inconclusive
+    status: str  # validated | partial | invalidated | inconclusive
     confidence: float | None
     summary: str
     results: list[CriterionResult] = field(default_factory=list)
     failed_runs: dict[str, str] = field(default_factory=dict)
+    signature: str = "undecided"  # present | absent | undecided | overlap
+    effect: Effect | None = None
+    not_applicable: list[str] = field(default_factory=list)  # unmet requirements of the hypothesis
 
     def evidence(self, run_ids: dict[str, str] | None = None) -> dict[str, Any]:
         return {"status": self.status, "confidence": self.confidence, "summary": self.summary,
+                "signature": self.signature, "effect": self.effect.as_json() if self.effect else None,
+                "not_applicable": self.not_applicable,
                 "criteria": [r.as_json() for r in self.results], "failed_runs": self.failed_runs,
                 "run_ids": run_ids or {}}
 
@@ -164,14 +176,13 @@ def _clause(group: str, clause: Criterion | AnyOf, series: Series, seeds: list[i
     return result.holds, result.agreement * (0.5 + 0.5 * result.strength), [result]
 
 
-def decide(hypothesis: Hypothesis, series: Series, seeds: list[int],
-           failed_runs: dict[str, str] | None = None) -> Verdict:
-    """validated when every validated clause holds, invalidated when every invalidated clause does, else inconclusive.
+def signature(hypothesis: Hypothesis, series: Series, seeds: list[int]) -> tuple[str, float | None, str, list[CriterionResult]]:
+    """(present | absent | undecided | overlap, confidence, what decided it, the criterion results).
 
-    Confidence is the weakest deciding clause's seed agreement times its effect
-    strength: one shaky criterion makes the whole verdict shaky.
+    Present when every validated clause holds, absent when every invalidated clause does. Confidence is
+    the weakest deciding clause's seed agreement times its effect strength: one shaky criterion makes
+    the whole reading shaky.
     """
-    failed_runs = failed_runs or {}
     results: list[CriterionResult] = []
     outcome: dict[str, tuple[bool, float]] = {}
     for group in ("validated", "invalidated"):
@@ -186,18 +197,67 @@ def decide(hypothesis: Hypothesis, series: Series, seeds: list[int],
             holds_all &= holds
             confidences.append(confidence)
         outcome[group] = (holds_all, min(confidences))
-    if failed_runs:
-        failed = ", ".join(f"{k}: {v}" for k, v in sorted(failed_runs.items()))
-        return Verdict("inconclusive", None, f"inconclusive: failed runs ({failed})", results, failed_runs)
     if outcome["validated"][0] and outcome["invalidated"][0]:
-        return Verdict("inconclusive", None, "inconclusive: both the validated and the invalidated criteria hold "
-                       "(the criteria overlap; tighten them)", results)
-    for group, status in (("validated", "validated"), ("invalidated", "invalidated")):
+        return "overlap", None, ("both the validated and the invalidated criteria hold (the criteria overlap; "
+                                 "tighten them)"), results
+    for group, reading in (("validated", "present"), ("invalidated", "absent")):
         holds, confidence = outcome[group]
         if holds:
-            deciding = [r for r in results if r.group == group]
-            summary = f"{status}: " + "; ".join(r.describe() for r in deciding if r.holds)
-            return Verdict(status, round(confidence, 3), summary, results)
-    failing = [r for r in results if not r.holds]
-    summary = "inconclusive: " + "; ".join(r.describe() for r in failing[:3])
-    return Verdict("inconclusive", None, summary, results)
+            text = "; ".join(r.describe() for r in results if r.group == group and r.holds)
+            return reading, round(confidence, 3), text, results
+    return "undecided", None, "; ".join([r.describe() for r in results if not r.holds][:3]), results
+
+
+def decide(hypothesis: Hypothesis, series: Series, seeds: list[int],
+           failed_runs: dict[str, str] | None = None, trainer: str = "grpo") -> Verdict:
+    """The two-part verdict (see the module docstring); ``trainer`` is the experiment's (grpo measures an effect)."""
+    failed_runs = failed_runs or {}
+    reading, sig_confidence, sig_text, results = signature(hypothesis, series, seeds)
+    if failed_runs:
+        failed = ", ".join(f"{k}: {v}" for k, v in sorted(failed_runs.items()))
+        return Verdict("inconclusive", None, f"inconclusive: failed runs ({failed})", results, failed_runs, reading)
+    if reading == "overlap":
+        return Verdict("inconclusive", None, f"inconclusive: {sig_text}", results, signature=reading)
+    spec = hypothesis.effect
+    effect = None
+    if trainer == "grpo" and spec.outcome != "none":
+        effect = measure(series, seeds, spec.outcome, spec.last_steps, spec.meaningful)
+    status, confidence, summary = _combine(reading, sig_confidence, sig_text, effect)
+    return Verdict(status, confidence, summary, results, signature=reading, effect=effect)
+
+
+def not_applicable(reasons: list[str]) -> Verdict:
+    """The verdict on a run that lacks what the hypothesis needs (its `requires:`): nothing to train."""
+    return Verdict("invalidated", 1.0, "invalidated: not applicable to this run: " + "; ".join(reasons),
+                   signature="absent", not_applicable=list(reasons))
+
+
+def _combine(reading: str, sig_confidence: float | None, sig_text: str, effect: Effect | None):
+    """(status, confidence, summary) from the signature and the effect."""
+    if effect is None or effect.verdict == "not_tested":
+        note = f"; {effect.describe()}" if effect is not None else ""
+        if reading == "present":
+            return "validated", sig_confidence, f"validated: signature present: {sig_text}{note}"
+        if reading == "absent":
+            return "invalidated", sig_confidence, f"invalidated: signature absent: {sig_text}{note}"
+        return "inconclusive", None, f"inconclusive: signature undecided: {sig_text}{note}"
+    said = effect.describe()
+    if reading == "present":
+        if effect.verdict == "helps":
+            return ("validated", _weakest(sig_confidence, effect.confidence),
+                    f"validated: signature present: {sig_text}; and {said}")
+        if effect.verdict == "no_help":
+            return ("partial", _weakest(sig_confidence, effect.confidence),
+                    f"partial: the signature is present ({sig_text}), but {said}")
+        return "inconclusive", None, f"inconclusive: the signature is present ({sig_text}), but {said}"
+    if reading == "absent":
+        if effect.verdict == "helps":
+            return ("partial", _weakest(sig_confidence, effect.confidence),
+                    f"partial: {said}, but this bug's signature is absent ({sig_text}): something else is at work")
+        return "invalidated", sig_confidence, f"invalidated: signature absent: {sig_text}; {said}"
+    return "inconclusive", None, f"inconclusive: signature undecided: {sig_text}; {said}"
+
+
+def _weakest(*confidences: float | None) -> float | None:
+    present = [c for c in confidences if c is not None]
+    return round(min(present), 3) if present else None

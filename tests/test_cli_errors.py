@@ -80,7 +80,7 @@ CORPUS = [
      [r"h01_advantage_scaling_instability\.yaml:11: prerequisites\[0\]: .*its own prerequisite"]),
     ("unknown-hook", edit(H06, "hooks: [lora_sync, weights]", "hooks: [lora_sync, weights, lora_snyc]"), ["status"],
      [r"h06_lora_weight_sync\.yaml:\d+: hooks\[2\]: unknown diagnostics hook 'lora_snyc'"]),
-    ("unknown-hook-setting", edit(H01, "{std_threshold: 0.05}", "{std_threshold: 0.05, colour: red}"), ["validate"],
+    ("unknown-hook-setting", edit(H01, "{near_tie: 0.05}", "{near_tie: 0.05, colour: red}"), ["validate"],
      [r"hook_settings\.advantages\.colour: unknown setting"]),
     ("unknown-metric", edit(H06, "    - metric: reward\n", "    - metric: rewrd\n"), ["validate"],
      [r"h06_lora_weight_sync\.yaml:\d+: criteria\.validated\[1\]\.metric: unknown metric 'rewrd'; did you mean 'reward'"]),

@@ -48,6 +48,7 @@ def test_faulted_rewards_change_only_what_the_bug_touches() -> None:
 
     class Trainer:
         state, args = State(), Args()
+        task_reward_index = 0
 
     rewards = torch.tensor([[1.0, 1.0], [0.0, 1.0], [1.0, 1.0], [0.0, 1.0]])
     tiny = build_faults(["tiny_std_rewards"]).rewards(Trainer(), rewards, [], ["a", "a", "a", "a"])
@@ -55,13 +56,22 @@ def test_faulted_rewards_change_only_what_the_bug_touches() -> None:
     assert tiny[0, 0] != tiny[2, 0]  # identical completions, different noise
     assert torch.equal(tiny[:, 1], rewards[:, 1])
     noisy = build_faults(["noisy_reward_component"]).rewards(Trainer(), rewards, [], ["a"] * 4)
-    assert torch.equal(noisy[:, 0], rewards[:, 0]) and noisy[:, 1].std() > 0.05
+    assert torch.equal(noisy[:, 0], rewards[:, 0]) and set(noisy[:, 1].tolist()) <= {0.0, 1.0}  # coin flips
+
+    class TaskSecond(Trainer):
+        task_reward_index = 1  # the noise goes to the auxiliary reward, wherever the task reward sits
+
+    flipped = build_faults(["noisy_reward_component"]).rewards(TaskSecond(), rewards.flip(1), [], ["a"] * 4)
+    assert torch.equal(flipped[:, 1], rewards[:, 0])
 
 
 def test_config_faults_and_unknown_names() -> None:
-    arm = {"data": {"max_prompt_length": None}, "grpo": {"beta": 0.0}}
+    arm = {"data": {"max_prompt_length": None}, "grpo": {"beta": 0.0}, "rewards": ["m:task", "m:style"],
+           "reward_weights": [1.0, 0.1], "task_reward_index": 0}
     apply_config("truncate_answer", arm)
-    apply_config("kl_wrong_sign", arm)
-    assert arm["data"]["max_prompt_length"] == 96 and arm["grpo"]["beta"] == 0.04
+    apply_config("kl_wrong_sign", arm)  # flips the sign of the experiment's own beta; it sets none
+    apply_config("noisy_reward_component", arm)
+    assert arm["data"]["max_prompt_length"] == 96 and arm["grpo"]["beta"] == 0.0
+    assert arm["reward_weights"] == [1.0, 1.0]  # the noise weighs as much as the task reward
     with pytest.raises(HypotrackError, match="unknown planted fault"):
         build_faults(["no_such_bug"])

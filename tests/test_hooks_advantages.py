@@ -107,3 +107,16 @@ def test_normalize_then_sum_flags_a_near_tied_function_not_the_summed_reward():
     wrong = batch_for(rows, 4, aggregation="normalize_then_sum")
     wrong.aggregation = "sum_then_normalize"
     assert AdvantagesHook().on_rollout(wrong, 0)["recompute_max_abs_diff"] > 0.1
+
+
+def test_near_tie_is_relative_to_the_rewards_range():
+    """The same run on a 0/1 verifier and on a reward model scoring 0..100 reads the same."""
+    rewards = [0.5] * 7 + [0.501] + [0.0, 1.0] * 4
+    small = AdvantagesHook().on_rollout(batch_for(rewards, 8), step=0)
+    large = AdvantagesHook().on_rollout(batch_for([100 * r for r in rewards], 8), step=0)
+    assert small["near_zero_std_share"] == large["near_zero_std_share"] == pytest.approx(0.5)
+    # TRL's 1e-4 beside the std makes the blown-up advantage scale-dependent, but both are unit-scale
+    assert small["near_zero_std_abs_adv_max"] > 1.5 and large["near_zero_std_abs_adv_max"] > 1.5
+    # a group spread of 0.05 on a 0..1 range is a real difference, not a tie
+    real = AdvantagesHook().on_rollout(batch_for([0.45, 0.55] * 4 + [0.0, 1.0] * 4, 8), step=0)
+    assert real["near_zero_std_share"] == 0.0

@@ -40,3 +40,43 @@ def test_reservoir_is_capped():
     for s in range(10):
         h.on_rollout(make([[float(s)], [1.0]]), s)
     assert len(h.reservoir["acc"]) == 5 and h.seen["acc"] == 20
+
+
+def make_roles(task, aux, weights=(1.0, 1.0), task_index=0, G=4):
+    """Two functions in the order the experiment declares them; ``task_index`` says which is the task."""
+    columns = [task, aux] if task_index == 0 else [aux, task]
+    batch = make([list(row) for row in zip(*columns)], G=G)
+    batch.reward_weights = torch.tensor(weights if task_index == 0 else tuple(reversed(weights)))
+    batch.reward_func_names = ["my_exact", "my_style"] if task_index == 0 else ["my_style", "my_exact"]
+    batch.task_index = task_index
+    return batch
+
+
+TASK = [1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0]
+
+
+def test_role_metrics_follow_the_task_reward_whatever_its_name_or_position():
+    agree = [0.5 * t for t in TASK]  # an auxiliary that agrees with the task
+    for task_index in (0, 1):
+        out = RewardSignalHook().on_rollout(make_roles(TASK, agree, task_index=task_index), 0)
+        assert math.isclose(out["aux/task_alignment"], 1.0, abs_tol=1e-6)
+        assert out["aux/untracked_share"] < 1e-6 and out["aux/count"] == 1.0
+        assert math.isclose(out["task/mean"], 0.5) and math.isclose(out["aux/task_corr_min"], 1.0, abs_tol=1e-9)
+
+
+def test_noise_lowers_the_alignment_and_a_wrong_sign_makes_it_negative():
+    coin = [0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0]  # independent of the task within each group
+    noisy = RewardSignalHook().on_rollout(make_roles(TASK, coin), 0)
+    assert noisy["aux/task_alignment"] < 0.75 and noisy["aux/untracked_share"] > 0.4
+    penalty = [1.0 - t for t in TASK]  # a wrong-answer penalty returned as +1
+    wrong = RewardSignalHook().on_rollout(make_roles(TASK, penalty, weights=(1.0, 2.0)), 0)
+    assert math.isclose(wrong["aux/task_alignment"], -1.0, abs_tol=1e-6)
+    cancelled = RewardSignalHook().on_rollout(make_roles(TASK, penalty, weights=(1.0, 1.0)), 0)
+    assert cancelled["aux/task_alignment"] == 0.0  # the combined reward is constant: the task's signal is gone
+    tied = RewardSignalHook().on_rollout(make_roles([1.0] * 8, [1.0] * 8), 0)
+    assert tied["aux/task_alignment"] == 1.0  # no differences anywhere: nothing for an auxiliary to spoil
+
+
+def test_a_single_reward_function_has_no_auxiliary_roles():
+    out = RewardSignalHook().on_rollout(make([[t] for t in TASK], G=4), 0)
+    assert out["aux/count"] == 0.0 and "aux/std_max" not in out and out["aux/task_alignment"] == 1.0

@@ -83,3 +83,41 @@ def test_html_artifact_escapes(tmp_path):
     text = path.read_text()
     assert path.name == "token_masking_samples.html"
     assert "&lt;5&gt;" in text and "<5>" not in text
+
+
+def test_echo_rule_needs_half_the_prompt_or_all_of_a_short_one():
+    from hypotrack.hooks.token_masking import echo_length
+
+    question = list(range(100, 140))  # a 40-token prompt
+    assert echo_length(question, question + [5]) == 40  # the prompt handed back whole
+    assert echo_length(question, question[-20:] + [5]) == 20  # half of it: still an echo
+    assert echo_length(question, question[-10:] + [5]) == 0  # a phrase of the question: the policy's own words
+    short = [7, 8, 9, 10, 11]  # "12+7=": shorter than min_echo, so only the whole prompt counts
+    assert echo_length(short, short + [3, 4]) == 5
+    assert echo_length(short, short[-4:] + [3]) == 0
+    assert echo_length([], [1, 2]) == 0 and echo_length(short, []) == 0
+
+
+def test_special_tokens_are_not_prompt_text():
+    # bos (2) is not part of the text a return_full_text bug hands back
+    b = make([[21, 22, 23, 24, 25, 26, 27, 28, 5, EOS]], [[1] * 10], prompt=[[PAD, 2, 21, 22, 23, 24, 25, 26, 27, 28]],
+             tokenizer=type("Tok", (), {"all_special_ids": [PAD, EOS, 2]})())
+    out = TokenMaskingHook().on_rollout(b, 0)
+    assert abs(out["prompt_share"] - 0.8) < 1e-6 and out["echo_row_share"] == 1.0
+
+
+def test_mask_repair_takes_the_echo_out_of_the_loss():
+    from types import SimpleNamespace
+
+    from hypotrack.worker.trainer import HypotrackGRPOTrainer
+
+    tail = [21, 22, 23, 24, 25, 26, 27, 28]
+    b = make([tail + [5, EOS], [5, 6, EOS] + [PAD] * 7], [[1] * 10, [1, 1, 1] + [0] * 7])
+    output = {"prompt_ids": b.prompt_ids, "prompt_mask": b.prompt_mask, "completion_ids": b.completion_ids,
+              "completion_mask": b.completion_mask.clone(), "num_items_in_batch": b.completion_mask.sum()}
+    fake = SimpleNamespace(processing_class=SimpleNamespace(all_special_ids=[PAD, EOS]))
+    HypotrackGRPOTrainer._mask_echoed_prompt(fake, output)
+    assert output["completion_mask"].tolist() == [[0] * 8 + [1, 1], [1, 1, 1] + [0] * 7]
+    assert int(output["num_items_in_batch"]) == 5
+    repaired = make(b.completion_ids.tolist(), output["completion_mask"].tolist())
+    assert TokenMaskingHook().on_rollout(repaired, 0)["completion_share"] == 1.0

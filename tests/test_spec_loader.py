@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SHIPPED_HYPOTHESES
 from hypotrack.spec import Project, SpecError, load_library
 from hypotrack.spec.models import Hypothesis
 from hypotrack.spec.settings_check import check_setting, coerce_cli_value
@@ -135,9 +136,9 @@ def test_metric_from_hook_not_attached_rejected(project_dir):
 
 
 def test_hook_settings_checked(project_dir):
-    edit(project_dir, H01, "advantages: {std_threshold: 0.05}", "advantages: {std_treshold: 0.05}")
-    problem = only(load(project_dir).problems, "std_treshold")
-    assert problem.key == "hook_settings.advantages.std_treshold"
+    edit(project_dir, H01, "advantages: {near_tie: 0.05}", "advantages: {near_ti: 0.05}")
+    problem = only(load(project_dir).problems, "near_ti")
+    assert problem.key == "hook_settings.advantages.near_ti"
 
 
 def test_malformed_yaml_names_the_line(project_dir):
@@ -191,9 +192,34 @@ def test_validate_single_file_skips_prerequisites_elsewhere(project_dir):
     assert library.problems == [] and list(library.hypotheses) == ["h01"]
 
 
-def test_missing_hypotheses_folder(tmp_path):
+def test_an_empty_folder_is_a_project_with_the_shipped_library(tmp_path):
     library = load(tmp_path)
-    assert any("no hypotheses folder" in p.message for p in library.problems)
+    assert library.problems == []
+    assert {"h01", "h06", "h10"} <= set(library.hypotheses) and "toy_arith" in library.experiments
+
+
+def test_a_project_file_overrides_the_shipped_one_by_id(tmp_path):
+    (tmp_path / "hypotheses").mkdir()
+    shipped = (SHIPPED_HYPOTHESES / "h06_lora_weight_sync.yaml").read_text()
+    (tmp_path / "hypotheses" / "h06_mine.yaml").write_text(shipped.replace("title: LoRA weight sync", "title: Mine"))
+    library = load(tmp_path)
+    assert library.problems == [] and library.hypotheses["h06"].title == "Mine"
+    assert library.hypothesis_files["h06"] == tmp_path / "hypotheses" / "h06_mine.yaml"
+    (tmp_path / "hypotheses" / "h06_again.yaml").write_text(shipped)  # twice in one folder is still an error
+    assert any("duplicate id 'h06'" in p.message for p in load(tmp_path).problems)
+
+
+def test_a_hypothesis_cannot_change_the_control_arm(project_dir):
+    edit(project_dir, H01, "treatment:", "control:\n  kl_beta: 0.04\ntreatment:")
+    problem = only(load(project_dir).problems, "control arm")
+    assert problem.key == "control" and "requires:" in problem.message
+
+
+def test_a_metric_the_experiment_cannot_produce_is_refused(project_dir):
+    edit(project_dir, H06, "    - metric: diag/lora_sync/logp_gap_max\n      arm: control\n      steps: max\n      seeds: all",
+         "    - metric: parity/loss/passed\n      arm: control\n      steps: max\n      seeds: all")
+    problem = only(load(project_dir).problems, "cannot be produced")
+    assert "toy_arith" in problem.message and "trainer: parity" in problem.message
 
 
 def test_criteria_any_group_and_arms_needed():

@@ -69,7 +69,7 @@ def test_validated_when_treatment_improves():
     verdict = decide(hyp([DELTA_UP], [DELTA_FLAT]), data, SEEDS)
     assert verdict.status == "validated"
     assert 0 < verdict.confidence <= 1
-    assert verdict.summary.startswith("validated: reward [delta")
+    assert verdict.summary.startswith("validated: signature present: reward [delta")
     assert verdict.evidence()["criteria"][0]["per_seed"]["0"] == pytest.approx(0.2)
 
 

@@ -2,6 +2,7 @@
 
 - investigation.py  status, show, next, log, report (read the registry)
 - edit.py           mark, note (write to it by hand);  validate.py  validate;  db.py  db
+- scaffold.py       init (start a project), new (a hypothesis from the template)
 - run.py            run (the flags come from spec/run_settings.py);  ui.py  ui
 - selftest.py       selftest;  progress.py  the live progress table and the verdict printout
 
@@ -19,7 +20,7 @@ from pathlib import Path
 import click
 
 from hypotrack import __version__
-from hypotrack.cli import db, edit, investigation, validate
+from hypotrack.cli import db, edit, investigation, scaffold, validate
 from hypotrack.cli.context import Context
 
 
@@ -88,7 +89,7 @@ def cli(ctx: click.Context, db: str | None, project: str | None) -> None:
 
 
 for command in (investigation.status, investigation.show, investigation.next_, investigation.log,
-                investigation.report, edit.mark, edit.note, validate.validate, db.db):
+                investigation.report, edit.mark, edit.note, validate.validate, db.db, scaffold.init, scaffold.new):
     cli.add_command(command)
 
 

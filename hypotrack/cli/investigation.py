@@ -56,7 +56,7 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
         hypotrack show h06
     """
     from hypotrack.registry import queries
-    from hypotrack.report import confidence_label, test_run_json
+    from hypotrack.report import confidence_label, effect_label, test_run_json
 
     hyp = ctx.hypothesis(hypothesis_id)
     registry = ctx.registry()
@@ -88,6 +88,10 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
         header += f"\n\n[dim]Rationale:[/] {escape(hyp.rationale.strip())}"
     header += f"\n\n[dim]Test:[/] {hyp.command_line()}   [dim]prerequisites:[/] {', '.join(hyp.prerequisites) or 'none'}"
     header += f"   [dim]hooks:[/] {', '.join(hyp.hooks) or 'none'}"
+    header += f"\n[dim]Requires of the run:[/] {', '.join(hyp.requires) or 'nothing'}   [dim]effect measured on:[/] "
+    header += "nothing (the criteria are the test)" if hyp.effect.outcome == "none" else (
+        f"{hyp.effect.outcome}" + (f" over the last {hyp.effect.last_steps} steps" if hyp.effect.outcome == "task_reward"
+                                   else "") + f", meaningful >= {hyp.effect.meaningful:g} x its spread")
     if hyp.resources.time or hyp.resources.memory:
         header += f"\n[dim]Resources:[/] time {hyp.resources.time or '-'}, memory {hyp.resources.memory or '-'}"
     out.print(Panel(header, expand=False))
@@ -105,11 +109,12 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
         for n in notes:
             out.print(f"  {n.at:%Y-%m-%d %H:%M} {escape(n.author)}: {escape(n.text)}")
     runs_table = Table(title="Test runs", title_justify="left")
-    for column in ("Id", "Started", "State", "Verdict", "Confidence", "Seeds", "MLflow parent run", "Summary"):
+    for column in ("Id", "Started", "State", "Verdict", "Confidence", "Effect", "Seeds", "MLflow parent run",
+                   "Summary"):
         runs_table.add_column(column, overflow="fold")
     for r in runs:
         runs_table.add_row(r.id, f"{r.started_at:%Y-%m-%d %H:%M}", r.state, r.verdict or "-",
-                           confidence_label(r.confidence), ",".join(map(str, r.seeds)),
+                           confidence_label(r.confidence), effect_label(r.effect), ",".join(map(str, r.seeds)),
                            r.mlflow_parent_run_id or "-", escape(r.summary or r.error or ""))
     out.print(runs_table if runs else "[dim]No test runs yet.[/]")
 
@@ -158,7 +163,7 @@ def log(ctx: Context, limit: int, hypothesis_id: str | None, as_json: bool) -> N
         hypotrack log --hypothesis h01 --limit 5
     """
     from hypotrack.registry.queries import test_runs
-    from hypotrack.report import confidence_label, test_run_json
+    from hypotrack.report import confidence_label, effect_label, test_run_json
 
     if hypothesis_id:
         ctx.check_id(hypothesis_id)
@@ -170,11 +175,11 @@ def log(ctx: Context, limit: int, hypothesis_id: str | None, as_json: bool) -> N
     from rich.table import Table
 
     table = Table(title="Experiments log", title_justify="left")
-    for column in ("Started", "Hypothesis", "Test run", "State", "Verdict", "Confidence", "Summary"):
+    for column in ("Started", "Hypothesis", "Test run", "State", "Verdict", "Confidence", "Effect", "Summary"):
         table.add_column(column, overflow="fold")
     for r in runs:
         table.add_row(f"{r.started_at:%Y-%m-%d %H:%M}", r.hypothesis_id, r.id, r.state, r.verdict or "-",
-                      confidence_label(r.confidence), escape(r.summary or r.error or ""))
+                      confidence_label(r.confidence), effect_label(r.effect), escape(r.summary or r.error or ""))
     console().print(table if runs else "No test runs yet.")
 
 

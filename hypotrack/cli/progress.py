@@ -91,6 +91,8 @@ def print_outcome(console: Console, hypothesis, outcome) -> None:  # noqa: ANN00
                       f"{'|x|' if c.abs else 'x'} {c.op} {c.threshold:g} ({c.seeds})",
                       "[green]yes[/]" if result.holds else "[red]no[/]")
     console.print(table)
+    if verdict.effect is not None and verdict.effect.per_seed:
+        console.print(_effect_table(verdict.effect))
     colour = {"validated": "green", "invalidated": "red"}.get(verdict.status, "yellow")
     console.print(f"Verdict: [bold {colour}]{verdict.status}[/]  confidence {confidence_label(verdict.confidence)}")
     console.print(verdict.summary, markup=False)
@@ -104,6 +106,23 @@ def print_outcome(console: Console, hypothesis, outcome) -> None:  # noqa: ANN00
     _print_arm_reports(console, outcome.arms)
     console.print(f"Test run {outcome.test_id} in {outcome.seconds:.0f}s; MLflow parent run {outcome.parent_run_id} "
                   f"at {outcome.tracking_uri}; outputs in {outcome.output_dir}")
+
+
+def _effect_table(effect) -> Table:  # noqa: ANN001 - hypotrack.effect.Effect
+    """Per seed: the outcome in each arm and their difference; below, the mean with its interval."""
+    table = Table(title=f"Effect of the treatment on the {effect.description} (paired by seed)", title_justify="left")
+    for column in ("Seed", "Control", "Treatment", "Treatment - control"):
+        table.add_column(column, justify="right")
+    for seed, diff in effect.per_seed.items():
+        table.add_row(str(seed), f"{effect.control[seed]:.4g}", f"{effect.treatment[seed]:.4g}", f"{diff:+.4g}")
+    interval = "-" if effect.low is None else f"[{effect.low:+.3g}, {effect.high:+.3g}]"
+    table.add_row("mean", "", "", f"{effect.mean:+.4g}")
+    table.caption = (f"95% interval {interval}; meaningful >= {effect.meaningful:.3g}; smallest detectable "
+                     f"{'-' if effect.detectable is None else format(effect.detectable, '.3g')}; "
+                     + {"helps": "the treatment helps", "no_help": "the treatment does not help",
+                        "undetermined": f"too noisy to tell ({effect.reason})"}.get(effect.verdict, effect.verdict))
+    table.caption_justify = "left"
+    return table
 
 
 def _print_arm_reports(console: Console, arms: list) -> None:

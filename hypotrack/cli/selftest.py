@@ -50,7 +50,7 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
     """
     from hypotrack.registry import open_registry
     from hypotrack.run.lifecycle import default_parallel
-    from hypotrack.run.selftest import CLEAN, run_selftest
+    from hypotrack.run.selftest import CLEAN, fault_rows, run_selftest
     from hypotrack.toy.faults import FAULTS
     from hypotrack.tracking import Tracker
 
@@ -76,7 +76,7 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
                                   f"reward {arm.reward if arm.reward is None else round(arm.reward, 3)} "
                                   f"({arm.elapsed:.0f}s) {arm.error[:80] if arm.status != 'finished' else ''}")
 
-    result = run_selftest(library, registry, tracker, root, rows, hypotheses, list(range(seeds)), max_steps,
+    result = run_selftest(library, registry, tracker, root, fault_rows(rows), hypotheses, list(range(seeds)), max_steps,
                           parallel or default_parallel(8), progress)
     if as_json:
         click.echo(json.dumps(result.as_json(), indent=2))
@@ -91,8 +91,6 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
 def _print_matrix(out, result) -> None:  # noqa: ANN001
     from rich.table import Table
 
-    from hypotrack.run.selftest import CLEAN
-
     table = Table(title="Planted fault x hypothesis (cells: verdict, confidence)", title_justify="left")
     table.add_column("planted fault")
     for hyp in result.hypotheses:
@@ -106,7 +104,7 @@ def _print_matrix(out, result) -> None:  # noqa: ANN001
             colour = "green" if (verdict.status == "validated") == own and own else (
                 "red" if verdict.status == "validated" or own else "dim")
             cells.append(f"[{colour}]{text}[/]")
-        table.add_row(row if row == CLEAN else f"{row} ({result.expected[row]})", *cells)
+        table.add_row(f"{row} ({result.expected[row]})" if row in result.expected else row, *cells)
     out.print(table)
     hits, total = result.diagonal()
     false = result.false_validations()

@@ -13,9 +13,10 @@ batch std (scale_rewards is not used). There the tiny-std failure lives per (gro
 largest advantage contribution of a near-tied pair, |w * z| / (batch std + 1e-4). The `abs_max_<mode>`
 keys always describe sum_then_normalize under each scale_rewards mode, for comparison.
 
-`std_threshold` (default 0.01): a group std below 1% of a unit reward range (toy and most task rewards
-live in [0, 1]) means its completions are effectively tied, yet "group" scaling multiplies its
-differences by >= 1/(0.01 + 1e-4) ~ 100. Scale it with your reward range.
+`near_tie` (default 0.01): a group is near-tied when its reward std is below 1% of the reward range seen
+so far in the run (the largest minus the smallest reward, per function under normalize_then_sum): its
+completions are effectively tied, yet "group" scaling multiplies their differences by ~100 or more. Being
+relative to the observed range, it means the same for 0/1 verifiers and for reward models of any scale.
 """
 from __future__ import annotations
 
@@ -27,9 +28,24 @@ from hypotrack.hooks.base import DiagnosticHook, RolloutBatch
 class AdvantagesHook(DiagnosticHook):
     name = "advantages"
 
-    def __init__(self, std_threshold: float = 1e-2, **settings: Any) -> None:
-        super().__init__(std_threshold=std_threshold, **settings)
-        self.std_threshold = float(std_threshold)
+    def __init__(self, near_tie: float = 1e-2, **settings: Any) -> None:
+        super().__init__(near_tie=near_tie, **settings)
+        self.near_tie = float(near_tie)
+        self._low = self._high = None  # running min/max of the rewards (per function under normalize_then_sum)
+
+    def _range(self, rewards):  # noqa: ANN001 - (N,) or (N, F) tensor
+        """The reward range seen so far in the run, updated with this batch (per column for a matrix)."""
+        import torch
+
+        finite = torch.nan_to_num(rewards, nan=float("inf"))
+        low = finite.min(dim=0).values
+        finite = torch.nan_to_num(rewards, nan=float("-inf"))
+        high = finite.max(dim=0).values
+        if self._low is None or self._low.shape != low.shape:
+            self._low, self._high = low, high
+        else:
+            self._low, self._high = torch.minimum(self._low, low), torch.maximum(self._high, high)
+        return torch.nan_to_num(self._high - self._low, nan=0.0, posinf=0.0, neginf=0.0).clamp(min=0.0)
 
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
         # One pass of small tensor ops whose scalar results are stacked and read back with a single `.tolist()`
@@ -64,11 +80,11 @@ class AdvantagesHook(DiagnosticHook):
                 parts = normalize_then_sum(batch.rewards_per_func.detach()[:n], batch.reward_weights.detach(), G)
                 std_k, terms, bstd_nts, expected = parts.function_std, parts.terms, parts.batch_std, parts.advantages
                 std_k = torch.nan_to_num(std_k, nan=0.0)
-                near = std_k < self.std_threshold
+                near = std_k < self.near_tie * self._range(batch.rewards_per_func.detach()[:n].float()).unsqueeze(0)
                 near_terms = torch.where(near.unsqueeze(1), torch.nan_to_num(terms.abs(), nan=0.0), terms.new_zeros(()))
                 vals += [std_k.min(), std_k.mean(), near.float().mean(), near_terms.amax() / (bstd_nts + EPS)]
             else:
-                near = gstd < self.std_threshold
+                near = gstd < self.near_tie * self._range(rewards)
                 near_adv = torch.where(near.unsqueeze(1), adv_g.view(-1, G).abs(), torch.zeros((), device=adv.device))
                 vals += [gstd.min(), gstd.mean(), near.float().mean(), near_adv.max()]
                 expected = modes[mode].reshape(-1) if mode in modes else None

@@ -46,6 +46,9 @@ class RolloutBatch:
     completions_text: list[str]
     # GRPOConfig.multi_objective_aggregation: how rewards_per_func became advantages
     aggregation: str = "sum_then_normalize"  # | "normalize_then_sum"
+    # Which column of rewards_per_func is the task reward (the experiment's task_reward); the others
+    # are auxiliary rewards.
+    task_index: int = 0
     # Optional tensors, present when TRL computed them
     old_per_token_logps: "torch.Tensor | None" = None
     ref_per_token_logps: "torch.Tensor | None" = None

@@ -18,7 +18,7 @@ HOOK_METRICS: dict[str, list[str]] = {
     ],
     "token_masking": [
         "prompt_share", "environment_share", "padding_share", "completion_share",
-        "loss_tokens_per_row", "eos_masked_share", "pad_eos_same",
+        "loss_tokens_per_row", "eos_masked_share", "pad_eos_same", "echo_row_share",
         "loss_padding_share",
     ],
     "kl": [
@@ -37,6 +37,8 @@ HOOK_METRICS: dict[str, list[str]] = {
         "{func}/mean", "{func}/std", "{func}/nan_share", "{func}/errors",
         "corr/{a}__{b}",
         "zero_std_group_share", "errors",
+        "task/mean", "task/std", "aux/count", "aux/std_max", "aux/task_corr_min", "aux/task_alignment",
+        "aux/untracked_share",
     ],
     "lora_sync": [
         "lora_enabled",
@@ -59,15 +61,17 @@ HOOK_DESCRIPTIONS: dict[str, str] = {
     "token_masking": "h02: share of loss-bearing tokens that are prompt / environment / padding / completion, eos masking, HTML samples",
     "kl": "h03: k1/k2/k3 KL estimates, KL share of the loss, reference logprobs vs a fresh frozen-reference forward, ref == policy",
     "truncation": "h04: prompt length stats, truncation rate, answer-span survival, clipped completions",
-    "reward_signal": "h05: per reward function mean/std/errors, correlations between functions, zero-std groups, histograms",
+    "reward_signal": "h05: the task reward and the auxiliary ones by role (how much of the advantage signal the "
+                     "task reward does not explain), per function mean/std/errors, correlations, histograms",
     "lora_sync": "h06: LoRA adapter norms and movement, reference == base, generator vs trainer weights and logprob gap",
     "weights": "any: per-layer gradient norms and weight change since train begin",
 }
 
 # Settings each hook accepts: name -> type (None defaults are allowed for every setting whose default is None).
 HOOK_SETTINGS: dict[str, dict[str, type]] = {
-    "advantages": {"std_threshold": float},
-    "token_masking": {"min_prompt_echo": int, "n_samples": int, "sample_every": int, "max_samples": int},
+    "advantages": {"near_tie": float},
+    "token_masking": {"min_prompt_echo": int, "echo_fraction": float, "n_samples": int, "sample_every": int,
+                      "max_samples": int},
     "kl": {"every": int, "sample_rows": int, "ref_is_policy_tol": float},
     "truncation": {},
     "reward_signal": {"reservoir_size": int},
@@ -77,8 +81,9 @@ HOOK_SETTINGS: dict[str, dict[str, type]] = {
 
 # Their defaults (the values the hook constructors use).
 HOOK_SETTING_DEFAULTS: dict[str, dict[str, object]] = {
-    "advantages": {"std_threshold": 0.01},
-    "token_masking": {"min_prompt_echo": 8, "n_samples": 3, "sample_every": 50, "max_samples": 12},
+    "advantages": {"near_tie": 0.01},
+    "token_masking": {"min_prompt_echo": 8, "echo_fraction": 0.5, "n_samples": 3, "sample_every": 50,
+                      "max_samples": 12},
     "kl": {"every": 10, "sample_rows": 4, "ref_is_policy_tol": 1e-05},
     "truncation": {},
     "reward_signal": {"reservoir_size": 2000},

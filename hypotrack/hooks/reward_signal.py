@@ -1,12 +1,30 @@
-"""h05 reward signal: each reward function's level and spread, how the functions agree, and how often
-they failed.
+"""h05 reward signal: each reward function's level and spread, how the functions agree, how often they
+failed, and, by role, how much of the learning signal the auxiliary rewards carry.
 
-Per function f (NaN = the function gave no value for that row, excluded): `{func}/mean`, `{func}/std`
-(Bessel, like TRL), `{func}/nan_share`, `{func}/errors` (calls that raised, from batch.reward_errors);
-`corr/{a}__{b}`: Pearson correlation across the batch on rows where both are defined (0.0 when either is
-constant or fewer than 2 such rows: undefined, reported as "no linear relation" to stay NaN-free);
-`zero_std_group_share`: share of groups of num_generations whose weighted reward has zero std (no
-learning signal); `errors`: total raised calls.
+Roles: the task reward is the experiment's `task_reward` (its first function unless it names another);
+every other function is auxiliary (format, style, length...). Criteria read the role metrics, so they
+mean the same whatever the user's functions are called:
+
+- `task/mean`, `task/std`: the task reward (NaN rows, where the function gave no value, excluded).
+- `aux/count`: number of auxiliary functions; `aux/std_max`: the largest auxiliary std.
+- `aux/task_corr_min`: the lowest Pearson correlation of an auxiliary function with the task reward
+  across the batch (emitted only when there are auxiliary functions).
+- `aux/task_alignment`: the correlation, pooled over groups, between the group-centred combined reward
+  (what the advantages are built from) and the group-centred task reward. GRPO learns from within-group
+  differences, so this says whether the advantages point where the task reward does: 1 with one reward
+  function or auxiliaries that agree with the task, lower when an auxiliary reward that ignores the task
+  (noise, a flaky judge) drives the differences, negative when one contradicts it (a penalty with the
+  wrong sign), 0 when the auxiliaries cancel the task's differences or make all of them. Scale-free: it
+  reads the same for 0/1 verifiers and for reward models with any range. 1 when no group has any
+  difference at all (nothing for an auxiliary to spoil).
+- `aux/untracked_share`: 1 - R^2 of the same regression: the share of the within-group differences the
+  task reward does not explain.
+
+Per function f: `{func}/mean`, `{func}/std` (Bessel, like TRL), `{func}/nan_share`, `{func}/errors` (calls
+that raised, from batch.reward_errors); `corr/{a}__{b}`: Pearson correlation across the batch on rows where
+both are defined (0.0 when either is constant or fewer than 2 such rows); `zero_std_group_share`: share of
+groups of num_generations whose weighted reward has zero std (no learning signal); `errors`: total raised
+calls.
 
 Artifact `reward_histograms.png`: histogram per function over the whole run, from a capped reservoir
 sample (`reservoir_size` values per function, uniform over the run).
@@ -18,6 +36,30 @@ from pathlib import Path
 from typing import Any
 
 from hypotrack.hooks.base import DiagnosticHook, RolloutBatch
+
+
+def task_alignment(rewards: list[float], task: list[float], group_size: int) -> float:
+    """Correlation of the group-centred combined reward with the group-centred task reward, pooled over groups.
+
+    Rows where either value is undefined (NaN) are left out; groups keep their own means.
+    """
+    srr = stt = srt = 0.0
+    for start in range(0, len(rewards), group_size):
+        pairs = [(r, t) for r, t in zip(rewards[start:start + group_size], task[start:start + group_size])
+                 if r == r and t == t]
+        if len(pairs) < 2:
+            continue
+        mean_r = sum(r for r, _ in pairs) / len(pairs)
+        mean_t = sum(t for _, t in pairs) / len(pairs)
+        for r, t in pairs:
+            srr += (r - mean_r) ** 2
+            stt += (t - mean_t) ** 2
+            srt += (r - mean_r) * (t - mean_t)
+    if srr <= 1e-12 and stt <= 1e-12:
+        return 1.0  # no differences at all: nothing for an auxiliary reward to spoil
+    if srr <= 1e-12 or stt <= 1e-12:
+        return 0.0  # the auxiliaries cancel the task's differences, or make all of them
+    return max(-1.0, min(1.0, srt / (srr * stt) ** 0.5))
 
 
 class RewardSignalHook(DiagnosticHook):
@@ -86,6 +128,8 @@ class RewardSignalHook(DiagnosticHook):
             out[f"{name}/errors"] = float(errors.get(name, 0))
             self._add(name, vals)
         out["errors"] = float(sum(errors.values()))
+        task = min(max(int(batch.task_index), 0), len(names) - 1) if names else 0
+        corrs: dict[tuple[int, int], float] = {}
         for a in range(len(names)):
             for b in range(a + 1, len(names)):
                 xy = [(x, y) for x, y in zip(cols[a], cols[b]) if x == x and y == y]
@@ -100,8 +144,16 @@ class RewardSignalHook(DiagnosticHook):
                         corr = sum((x - mx) * (y - my) for x, y in xy) / den  # float64, as before
                         corr = corr if math.isfinite(corr) else 0.0
                 out[f"corr/{names[a]}__{names[b]}"] = corr
+                corrs[(a, b)] = corrs[(b, a)] = corr
         from hypotrack.grpo_math import combined_rewards
 
+        aux = [j for j in range(len(names)) if j != task]
+        if names:
+            out["task/mean"], out["task/std"] = out[f"{names[task]}/mean"], out[f"{names[task]}/std"]
+        out["aux/count"] = float(len(aux))
+        if aux:
+            out["aux/std_max"] = max(out[f"{names[j]}/std"] for j in aux)
+            out["aux/task_corr_min"] = min(corrs[(j, task)] for j in aux)
         G = int(batch.num_generations)
         n = (B // G) * G if G > 0 else 0
         if n and G > 1:
@@ -117,8 +169,12 @@ class RewardSignalHook(DiagnosticHook):
                 else:
                     zero += 1  # fewer than 2 defined rewards: std undefined (NaN -> 0)
             out["zero_std_group_share"] = fin(zero / (n // G))
+            alignment = task_alignment(rewards, cols[task][:n] if names else [], G)
+            out["aux/task_alignment"] = fin(alignment)
+            out["aux/untracked_share"] = fin(1.0 - alignment * alignment)
         else:
             out["zero_std_group_share"] = 0.0
+            out["aux/task_alignment"], out["aux/untracked_share"] = 1.0, 0.0
         return out
 
     def write_artifacts(self, out_dir: Path) -> list[Path]:

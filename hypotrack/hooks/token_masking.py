@@ -4,10 +4,12 @@ Loss-bearing = completion_mask (x tool_mask when present): exactly TRL's `mask` 
 Every loss-bearing token gets one category, first match wins:
 
 - prompt: the token is prompt text inside the completion. Two sources: the lab's oracle
-  `extra_masks["prompt_in_loss"] == 1`, and a detector that needs no oracle: the completion starts with
-  a copy of the prompt's last k >= `min_prompt_echo` real tokens (a mask/concat bug that prepends the
-  prompt, or part of it, to the completion). The policy itself echoing >= 8 prompt tokens verbatim at
-  the very start is rare; raise `min_prompt_echo` if your task legitimately does that.
+  `extra_masks["prompt_in_loss"] == 1`, and a detector that needs no oracle: the completion starts with a
+  copy of the end of the prompt (a mask/concat bug, such as `return_full_text`, that hands the prompt
+  back as completion tokens). To count, the echo must cover at least `echo_fraction` (0.5) of the
+  prompt's text tokens and at least `min_prompt_echo` (8) of them, or the whole prompt when it is
+  shorter than that (special tokens such as bos are not text). A policy that happens to begin with a few
+  words of its question is not flagged; see `echo_length`.
 - environment: `tool_mask == 0` or `extra_masks["environment_mask"] == 1` (tool/env output the policy
   did not write).
 - padding: positions after the row's first eos, or tokens equal to pad_token_id (when pad != eos).
@@ -33,6 +35,11 @@ CATS = ("prompt", "environment", "padding", "completion")
 _COLORS = {"prompt": "#f4a6a6", "environment": "#f7d78a", "padding": "#c9c9c9", "completion": "#a8e6a3"}
 
 
+def special_ids(tokenizer: Any) -> set[int]:
+    tok = getattr(tokenizer, "tokenizer", tokenizer)  # processors wrap the tokenizer
+    return set(getattr(tok, "all_special_ids", None) or [])
+
+
 def _tok_strings(tokenizer: Any, ids: list[int]) -> list[str]:
     tok = getattr(tokenizer, "tokenizer", tokenizer)  # processors wrap the tokenizer
     if tok is not None and hasattr(tok, "convert_ids_to_tokens"):
@@ -43,48 +50,60 @@ def _tok_strings(tokenizer: Any, ids: list[int]) -> list[str]:
     return [f"<{i}>" for i in ids]
 
 
+def echo_length(prompt: list[int], completion: list[int], min_echo: int = 8, fraction: float = 0.5) -> int:
+    """Length of the prompt suffix the completion starts with, if long enough to be an echo, else 0.
+
+    ``prompt`` holds the prompt's text tokens (no padding, no special tokens). Long enough: at least
+    ``fraction`` of the prompt and ``min_echo`` tokens, or the whole prompt when it is shorter than
+    ``min_echo`` tokens. A bug that hands the prompt back echoes all of it; the policy starting with a
+    phrase of its question echoes a small part.
+    """
+    length = len(prompt)
+    if not length or not completion:
+        return 0
+    needed = min(length, max(min_echo, math.ceil(fraction * length)))
+    first = completion[0]
+    # candidates: an echo of length k starts at prompt index length-k, so prompt[length-k] == completion[0]
+    for k in range(min(length, len(completion)), needed - 1, -1):
+        if prompt[length - k] == first and prompt[length - k:] == completion[:k]:
+            return k
+    return 0
+
+
+def echoed_prompt_mask(prompt_ids, prompt_mask, completion_ids, special_ids: set[int], min_echo: int = 8,
+                       fraction: float = 0.5):
+    """(B, C) bool: the completion tokens that are an echo of the prompt (see `echo_length`)."""
+    import torch
+
+    lengths = []
+    for p, m, c in zip(prompt_ids.tolist(), prompt_mask.tolist(), completion_ids.tolist()):
+        text = [t for t, keep in zip(p, m) if keep and t not in special_ids]
+        lengths.append(echo_length(text, c, min_echo, fraction))
+    positions = torch.arange(completion_ids.size(1), device=completion_ids.device)
+    return positions.unsqueeze(0) < torch.tensor(lengths, device=completion_ids.device).unsqueeze(1)
+
+
 class TokenMaskingHook(DiagnosticHook):
     name = "token_masking"
 
     def __init__(
-        self, min_prompt_echo: int = 8, n_samples: int = 3, sample_every: int = 50, max_samples: int = 12, **settings: Any
+        self, min_prompt_echo: int = 8, echo_fraction: float = 0.5, n_samples: int = 3, sample_every: int = 50,
+        max_samples: int = 12, **settings: Any
     ) -> None:
         super().__init__(
-            min_prompt_echo=min_prompt_echo, n_samples=n_samples, sample_every=sample_every, max_samples=max_samples,
-            **settings,
+            min_prompt_echo=min_prompt_echo, echo_fraction=echo_fraction, n_samples=n_samples,
+            sample_every=sample_every, max_samples=max_samples, **settings,
         )
         self.min_prompt_echo = int(min_prompt_echo)
+        self.echo_fraction = float(echo_fraction)
         self.n_samples, self.sample_every, self.max_samples = int(n_samples), int(sample_every), int(max_samples)
         self.samples: list[dict[str, Any]] = []  # small: token strings + categories, capped
         self._n_rollouts = 0
         self._pad_id: int | None = None
+        self._echo_rows = 0.0
         self._eos_id: int | None = None
 
     # -- categories -------------------------------------------------------------------------------
-    def _echo_len(self, prompt_ids, prompt_mask, completion_ids):
-        """Per row: length k of the longest prompt suffix the completion starts with (0 if < min_prompt_echo)."""
-        import torch
-
-        B, C = completion_ids.shape
-        m = self.min_prompt_echo
-        if min(C, prompt_ids.size(1)) < m or m <= 0:
-            return torch.zeros(B, dtype=torch.long)
-        # three read-backs for the whole batch instead of two per row; the search itself is plain Python
-        P_all, M_all, C_all = prompt_ids.tolist(), prompt_mask.tolist(), completion_ids.tolist()
-        ks = [0] * B
-        for i in range(B):
-            c = C_all[i]
-            c0 = c[0]
-            p = [t for t, keep in zip(P_all[i], M_all[i]) if keep]
-            L = len(p)
-            kmax = min(C, L)
-            # candidates: an echo of length k starts at prompt index L-k, so p[L-k] == c[0]
-            for k in range(kmax, m - 1, -1):
-                if p[L - k] == c0 and p[L - k :] == c[:k]:
-                    ks[i] = k
-                    break
-        return torch.tensor(ks, dtype=torch.long)
-
     def categorize(self, batch: RolloutBatch):
         """(loss mask (B,C) bool, category codes (B,C) long: index into CATS)."""
         import torch
@@ -97,8 +116,11 @@ class TokenMaskingHook(DiagnosticHook):
         prompt = torch.zeros(B, C, dtype=torch.bool)
         if "prompt_in_loss" in batch.extra_masks:
             prompt |= batch.extra_masks["prompt_in_loss"].detach().cpu().bool()
-        echo = self._echo_len(batch.prompt_ids.detach().cpu(), batch.prompt_mask.detach().cpu(), ids)
-        prompt |= pos < echo.unsqueeze(1)
+        echoed = echoed_prompt_mask(batch.prompt_ids.detach().cpu(), batch.prompt_mask.detach().cpu(), ids,
+                                    special_ids(batch.tokenizer), self.min_prompt_echo, self.echo_fraction)
+        prompt |= echoed
+        echo = echoed.sum(dim=1)
+        self._echo_rows = float((echo > 0).float().mean()) if B else 0.0
         env = torch.zeros(B, C, dtype=torch.bool)
         if batch.tool_mask is not None:
             env |= ~batch.tool_mask.detach().cpu().bool()
@@ -147,6 +169,7 @@ class TokenMaskingHook(DiagnosticHook):
         out["eos_masked_share"] = fin(stats[len(CATS) + 2] / n_eos) if n_eos else 0.0
         same = batch.pad_token_id is not None and batch.pad_token_id == batch.eos_token_id
         out["pad_eos_same"] = 1.0 if same else 0.0
+        out["echo_row_share"] = self._echo_rows
         if self._n_rollouts % max(self.sample_every, 1) == 0 and len(self.samples) < self.max_samples:
             self._keep_samples(batch, loss, cat, step)
         self._n_rollouts += 1

@@ -59,6 +59,7 @@ test_run = Table(
     Column("started_at", DateTime(timezone=True), nullable=False, default=utcnow),
     Column("ended_at", DateTime(timezone=True), nullable=True),
     Column("mlflow_closed", Integer, nullable=False, default=0),  # 1 once its MLflow runs were ended
+    Column("effect", JSON, nullable=True),  # the treatment effect: per-seed differences, interval, class
     Index("ix_test_run_state_host", "state", "host"),
 )
 

@@ -51,7 +51,8 @@ def prepare_test(library: Library, hypothesis_id: str, *, experiment: str | None
         raise HypotrackError(f"no hypothesis {hypothesis_id!r} in {library.project.hypotheses_dir} (known: {known})")
     hypothesis = library.hypotheses[hypothesis_id]
     exp_name = experiment or hypothesis.experiment
-    exp_path = resolve_experiment_path(exp_name, library.project)
+    # --experiment ./x.yaml is relative to where the user stands; a hypothesis's `experiment:` to the project
+    exp_path = resolve_experiment_path(exp_name, library.project, Path.cwd() if experiment else None)
     if not exp_path.exists():
         raise HypotrackError(f"--experiment: experiment {exp_name!r} not found (looked for {exp_path})")
     scratch = Library(project=library.project)

@@ -18,14 +18,14 @@ from typing import Any, Callable
 
 from hypotrack.protocol import ArmSpec
 from hypotrack.run import launchers, signals
-from hypotrack.run.plan import config_hash
+from hypotrack.run.plan import config_hash, unmet_requirements
 from hypotrack.run.preflight import preflight
 from hypotrack.run.records import log_outcome, log_plan
 from hypotrack.run.workers import ArmState, Display, run_workers, series_by_arm, stop_all
 from hypotrack.spec.models import Hypothesis
 from hypotrack.spec.vocabulary import ARMS
 from hypotrack.tracking import Tags
-from hypotrack.verdict import Verdict, decide
+from hypotrack.verdict import Verdict, decide, not_applicable
 
 # How an arm's or a test's state reads as an MLflow run status.
 MLFLOW_STATUS = {"finished": "FINISHED", "killed": "KILLED"}
@@ -77,6 +77,8 @@ def run_test(
 
     preflight(specs)
     launchers.check(options.launch)
+    control = next((s for s in specs if s.arm == "control"), specs[0])
+    unmet = unmet_requirements(hypothesis, control)  # then nothing trains: the verdict says why
     tracker = Tracker(options.tracking_uri)
     close_orphaned_runs(registry, tracker)
     arms_used = sorted({s.arm for s in specs}, key=ARMS.index)
@@ -88,7 +90,7 @@ def run_test(
     parallel = options.parallel or launchers.default_parallel(options.launch, len(specs))
     threads = max(1, (os.cpu_count() or 1) // parallel)
     arms = []
-    for spec in specs:
+    for spec in [] if unmet else specs:
         directory = out_root / f"{spec.arm}-seed{spec.seed}"
         arms.append(ArmState(spec=spec.model_copy(update={"test_id": test.id, "output_dir": str(directory),
                                                            "threads": threads}), dir=directory))
@@ -113,8 +115,14 @@ def run_test(
         run_workers(arms, options.launch, parallel, tracker, display)
         signals.check_stop()
         failed = {a.spec.key: a.error or a.status for a in arms if a.status != "finished"}
-        verdict = decide(hypothesis, series_by_arm(arms), seeds, failed)
+        if unmet:
+            verdict = not_applicable(unmet)
+        else:
+            verdict = decide(hypothesis, series_by_arm(arms), seeds, failed, trainer=control.trainer)
         log_outcome(tracker, parent_id, arms, verdict, out_root)
+        if verdict.effect is not None:
+            tracker.log_metrics(parent_id, verdict.effect.metrics(), 0)
+            tracker.set_tags(parent_id, {Tags.EFFECT: verdict.effect.describe()[:5000]})
         state = "failed" if failed else "finished"
     except signals.Stop:
         state, error = "killed", "stopped by the user (Ctrl-C or SIGTERM)"
@@ -137,7 +145,8 @@ def run_test(
         if verdict is not None and state in ("finished", "failed"):
             store.finish_test_run(registry, test.id, state=state, verdict=verdict.status,
                                   confidence=verdict.confidence, summary=verdict.summary,
-                                  evidence=verdict.evidence(run_ids), error=error)
+                                  evidence=verdict.evidence(run_ids), error=error,
+                                  effect=verdict.effect.as_json() if verdict.effect else None)
         else:
             store.finish_test_run(registry, test.id, state=state, error=error)
         signals.restore(previous_handlers)

@@ -1,9 +1,11 @@
 """Resolve a hypothesis + experiment + command-line settings into one concrete ArmSpec per arm x seed.
 
-Control is the experiment as declared (plus the hypothesis's `control:` changes and the
-setup settings given on the command line, which apply to both arms); treatment adds the
-hypothesis's `treatment:` overrides, and the treatment settings given on the command
-line override those. Where each setting lands is declared in spec/run_settings.py.
+Control is the user's run: the experiment as declared, plus the setup settings given on the
+command line (they describe the run and apply to both arms). Treatment adds the hypothesis's
+`treatment:` changes, and the treatment settings given on the command line override those.
+A hypothesis never changes the control arm; what it needs of the experiment it declares
+(`requires:`), and `unmet_requirements` says when the run lacks it. Where each setting lands
+is declared in spec/run_settings.py.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from hypotrack.spec.run_settings import SETTINGS_BY_NAME, SETUP_SETTINGS, TREATM
 from hypotrack.spec.settings_check import check_setting
 from hypotrack.spec.vocabulary import SCALE_REWARDS
 
+DEFAULT_LEARNING_RATE = 1e-6  # GRPOConfig's default when the experiment does not set one (trl 1.16)
+
 
 def _land(arm: dict[str, Any], name: str, value: Any) -> None:
     """Put one run setting's value where RUN_SETTINGS says it lands."""
@@ -30,10 +34,17 @@ def _land(arm: dict[str, Any], name: str, value: Any) -> None:
         arm["data"] = {**data, **_data_from_flag(value)}
     elif name == "plant":
         arm["plant"] = sorted(set(arm["plant"]) | set(value))
+    elif name == "learning_rate_factor":
+        arm["grpo"]["learning_rate"] = arm["grpo"].get("learning_rate", DEFAULT_LEARNING_RATE) * value
+    elif name == "truncate_prompts":
+        if value is False:
+            arm["data"]["max_prompt_length"] = None
     elif name == "task_reward_only":
-        if value:  # the task reward is the first function; its weight stays what it was
-            arm["reward_weights"] = arm["reward_weights"][:1] if arm["reward_weights"] else None
-            arm["rewards"] = arm["rewards"][:1]
+        if value:  # the task reward alone, with the weight it had
+            task = arm["task_reward_index"]
+            arm["reward_weights"] = [arm["reward_weights"][task]] if arm["reward_weights"] else None
+            arm["rewards"] = [arm["rewards"][task]]
+            arm["task_reward_index"] = 0
     elif "." in setting.lands:
         section, key = setting.lands.split(".", 1)
         arm[section][key] = value
@@ -52,6 +63,7 @@ def _apply(base: dict[str, Any], overrides: Overrides, names: tuple[str, ...] | 
         elif name == "rewards":
             out["rewards"] = value
             out["reward_weights"] = None
+            out["task_reward_index"] = 0
         elif name in ("critic", "parity"):
             out[name] = {**(out.get(name) or {}), **value}
         elif name == "set":
@@ -105,9 +117,11 @@ def resolve_arms(
         "data": experiment.data.model_dump(),
         "rewards": list(experiment.rewards),
         "reward_weights": experiment.reward_weights,
+        "task_reward_index": experiment.task_reward_index(),
         "grpo": dict(experiment.settings),
         "lora": experiment.lora.model_dump(),
         "max_steps": experiment.max_steps,
+        "repair_mask": False,
         "plant": list(experiment.plant),
         "critic": experiment.critic,
         "parity": experiment.parity,
@@ -115,9 +129,7 @@ def resolve_arms(
     where = f"hypothesis {hypothesis.id}"
     shared = _apply(base, cli, SETUP_SETTINGS, "command line")
     _apply_fault_config(shared)
-    control = _apply(shared, hypothesis.control, None, f"{where} control")
-    # The control arm's changes are part of the setup (e.g. h04's tight prompt budget), so the
-    # treatment starts from them and overrides only what it names.
+    control = shared
     treatment = _apply(control, hypothesis.treatment, None, f"{where} treatment")
     treatment_flags = (*TREATMENT_SETTINGS, "set", "rewards")
     per_arm = {"control": control, "treatment": _apply(treatment, cli, treatment_flags, "command line")}
@@ -143,12 +155,39 @@ def resolve_arms(
                 hypothesis_id=hypothesis.id, arm=arm, seed=seed, trainer=experiment.trainer,
                 experiment_name=experiment.name, experiment_dir=str(experiment_path.parent.resolve()),
                 model=resolved["model"], data=resolved["data"], rewards=resolved["rewards"],
-                reward_weights=resolved["reward_weights"], grpo=resolved["grpo"], lora=resolved["lora"],
+                reward_weights=resolved["reward_weights"], task_reward_index=resolved["task_reward_index"],
+                grpo=resolved["grpo"], lora=resolved["lora"],
                 max_steps=resolved["max_steps"], hooks=list(hypothesis.hooks),
                 hook_settings=dict(hypothesis.hook_settings), plant=resolved["plant"],
                 deterministic=deterministic, critic=resolved["critic"], parity=resolved["parity"],
+                repair_mask=resolved["repair_mask"],
             ))
     return specs
+
+
+def unmet_requirements(hypothesis: Hypothesis, control: ArmSpec) -> list[str]:
+    """Why the hypothesis cannot apply to this run, one sentence per requirement the control arm lacks."""
+    reasons = []
+    for requirement in hypothesis.requires:
+        if requirement == "kl_term" and not (control.grpo.get("beta") or 0) > 0:
+            reasons.append("the experiment has no KL term: beta is 0, so a KL bug cannot affect this run")
+        elif requirement == "lora" and not control.peft:
+            reasons.append("the experiment trains without LoRA (full fine-tuning): there are no adapters to fall "
+                           "out of sync")
+        elif requirement == "auxiliary_rewards" and len(control.rewards) < 2:
+            reasons.append("the experiment has a single reward function: no auxiliary reward can dilute the task "
+                           "signal")
+        elif requirement == "group_scaling" and not _group_scaled(control.grpo):
+            reasons.append(f"the experiment does not divide advantages by a group std (scale_rewards: "
+                           f"{control.grpo.get('scale_rewards')}): tiny group differences are not blown up")
+    return reasons
+
+
+def _group_scaled(grpo: dict[str, Any]) -> bool:
+    """Whether TRL divides by a per-group std (scale_rewards defaults to group in trl 1.16)."""
+    if grpo.get("multi_objective_aggregation") == "normalize_then_sum":
+        return True  # each reward function is standardised within its group
+    return grpo.get("scale_rewards", "group") in ("group", True)
 
 
 def _check_resolved(resolved: dict[str, Any], arm: str) -> None:

@@ -1,11 +1,17 @@
-"""`hypotrack selftest`: does each hypothesis catch its own planted bug, and only that one?
+"""`hypotrack selftest`: does each hypothesis catch its own bug, and only that one?
 
-Rows are planted faults (plus a clean run), columns are hypotheses, cells are
-verdicts. Only the arms a hypothesis's criteria read are trained, and arms
-that come out identical across cells (same experiment, fault, overrides and
-seed) are trained once and shared: every arm carries the union of the
-hypotheses' hooks, so e.g. the clean toy_arith control serves h01, h02, h05 and
-h06 alike. Everything goes to a registry and an MLflow store of its own.
+Rows are runs with a known fault, columns are hypotheses, cells are verdicts. A row is a
+planted fault of the toy lab on each hypothesis's own experiment (`fault_rows`, plus a clean
+row), or a user-written experiment tested by every hypothesis, as `hypotrack run hNN
+--experiment X` would (`Row(name, experiment=path, expected=...)`).
+
+The self-test measures detection, so only the arms the criteria read are trained (the
+control arm): each cell is the signature's verdict, and the summary says the treatment was
+not run. Arms that come out identical across cells (same experiment, fault, overrides and
+seed) are trained once and shared: every arm carries the union of the hypotheses' hooks, so
+e.g. the clean toy_arith control serves h01, h02, h05 and h06 alike. A hypothesis whose
+requirements the row's run lacks gets its not-applicable verdict without training.
+Everything goes to a registry and an MLflow store of its own.
 """
 
 from __future__ import annotations
@@ -17,16 +23,31 @@ from pathlib import Path
 from typing import Any, Callable
 
 from hypotrack.protocol import ArmSpec
-from hypotrack.run.plan import resolve_arms
+from hypotrack.run.plan import resolve_arms, unmet_requirements
 from hypotrack.run.preflight import preflight
 from hypotrack.run.workers import ArmState, run_workers, series_by_arm
-from hypotrack.spec.loader import Library
+from hypotrack.spec.loader import Library, load_experiment, resolve_experiment_path
 from hypotrack.spec.models import Overrides
 from hypotrack.toy.faults import FAULTS
 from hypotrack.tracking import Tags
-from hypotrack.verdict import Verdict, decide
+from hypotrack.verdict import Verdict, decide, not_applicable
 
 CLEAN = "clean"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the matrix: a run with a known fault (or none), and the hypothesis it should validate."""
+
+    name: str
+    plant: tuple[str, ...] = ()  # planted toy-lab faults, on each hypothesis's own experiment
+    experiment: str | None = None  # or: one experiment (a name or a YAML path) every hypothesis is tested on
+    expected: str | None = None  # the hypothesis this row's fault should validate; None: none
+
+
+def fault_rows(names: list[str]) -> list[Row]:
+    """The planted-fault rows of the toy lab (CLEAN is the unfaulted row)."""
+    return [Row(CLEAN) if name == CLEAN else Row(name, plant=(name,), expected=FAULTS[name][0]) for name in names]
 
 
 @dataclass
@@ -38,7 +59,7 @@ class SelftestResult:
     unique_runs: int
     failed_runs: int
     store: Path
-    expected: dict[str, str] = field(default_factory=dict)  # fault -> hypothesis it imitates
+    expected: dict[str, str] = field(default_factory=dict)  # row -> the hypothesis its fault should validate
 
     def diagonal(self) -> tuple[int, int]:
         cells = [(f, h) for f, h in self.expected.items() if h in self.hypotheses and f in self.rows]
@@ -55,6 +76,9 @@ class SelftestResult:
             "unique_runs": self.unique_runs, "failed_runs": self.failed_runs, "store": str(self.store),
             "diagonal": {"validated": hits, "of": total},
             "false_validations": [list(c) for c in self.false_validations()],
+            "expected": self.expected,
+            "decided": {row: sum(self.verdicts[(row, h)].status != "inconclusive" for h in self.hypotheses)
+                        for row in self.rows},
             "cells": {f"{row}/{hyp}": {"status": v.status, "confidence": v.confidence, "summary": v.summary}
                       for (row, hyp), v in self.verdicts.items()},
         }
@@ -65,8 +89,9 @@ def _unique_key(spec: ArmSpec) -> str:
                       sort_keys=True, default=str)
 
 
-def plan(library: Library, rows: list[str], hypotheses: list[str], seeds: list[int],
-         max_steps: int | None) -> tuple[dict[tuple[str, str], list[ArmSpec]], list[str]]:
+def plan(library: Library, rows: list[Row], hypotheses: list[str], seeds: list[int],
+         max_steps: int | None) -> tuple[dict[tuple[str, str], list[ArmSpec]], dict[tuple[str, str], list[str]]]:
+    """The arms of every cell, and the cells whose hypothesis does not apply to the row's run (and why)."""
     hooks = sorted({hook for h in hypotheses for hook in library.hypotheses[h].hooks})
     settings: dict[str, dict[str, Any]] = {}
     for h in hypotheses:
@@ -75,26 +100,41 @@ def plan(library: Library, rows: list[str], hypotheses: list[str], seeds: list[i
                 raise ValueError(f"hypotheses disagree on settings of hook {hook!r}; selftest shares arms")
             settings[hook] = values
     cells: dict[tuple[str, str], list[ArmSpec]] = {}
+    unmet: dict[tuple[str, str], list[str]] = {}
     for row in rows:
         for hyp_id in hypotheses:
             hypothesis = library.hypotheses[hyp_id]
-            experiment = library.experiments[hypothesis.experiment]
-            cli = Overrides(plant=[] if row == CLEAN else [row], max_steps=max_steps)
+            experiment, experiment_path = _experiment(library, row.experiment or hypothesis.experiment)
+            cli = Overrides(plant=list(row.plant), max_steps=max_steps)
             # Only the arms the criteria read can change a verdict; the others are not trained here.
             needed = [arm for arm in hypothesis.arms if arm in hypothesis.arms_needed()]
-            specs = resolve_arms(hypothesis, experiment, library.experiment_files[experiment.name], cli,
-                                 seeds=seeds, arms=needed)
-            cells[(row, hyp_id)] = [s.model_copy(update={"hooks": hooks, "hook_settings": settings}) for s in specs]
-    return cells, hooks
+            specs = resolve_arms(hypothesis, experiment, experiment_path, cli, seeds=seeds, arms=needed)
+            reasons = unmet_requirements(hypothesis, specs[0])
+            if reasons:
+                unmet[(row.name, hyp_id)] = reasons
+                specs = []
+            cells[(row.name, hyp_id)] = [s.model_copy(update={"hooks": hooks, "hook_settings": settings})
+                                         for s in specs]
+    return cells, unmet
 
 
-def run_selftest(library: Library, registry, tracker, out_dir: Path, rows: list[str], hypotheses: list[str],  # noqa: ANN001
+def _experiment(library: Library, name: str):  # noqa: ANN202 - (Experiment, Path)
+    if name in library.experiments:
+        return library.experiments[name], library.experiment_files[name]
+    path = resolve_experiment_path(name, library.project)
+    scratch = Library(project=library.project)
+    experiment = load_experiment(path, scratch)
+    scratch.raise_if_problems()
+    return experiment, path
+
+
+def run_selftest(library: Library, registry, tracker, out_dir: Path, rows: list[Row], hypotheses: list[str],  # noqa: ANN001
                  seeds: list[int], max_steps: int | None, parallel: int,
                  display: Callable[[list[ArmState]], None] | None = None) -> SelftestResult:
     from hypotrack.registry import store
 
     started = time.time()
-    cells, _hooks = plan(library, rows, hypotheses, seeds, max_steps)
+    cells, unmet = plan(library, rows, hypotheses, seeds, max_steps)
     unique: dict[str, ArmState] = {}
     for specs in cells.values():
         for spec in specs:
@@ -110,7 +150,7 @@ def run_selftest(library: Library, registry, tracker, out_dir: Path, rows: list[
     for state in unique.values():
         spec = state.spec
         plant = ",".join(spec.plant) or CLEAN
-        state.run_id = tracker.create_run(experiment_id, f"{plant} {spec.experiment_name} {spec.arm}",
+        state.run_id = tracker.create_run(experiment_id, f"{spec.experiment_name} {plant} {spec.arm}",
                                           {Tags.KIND: "arm", Tags.PLANT: plant, Tags.ARM: spec.arm,
                                            Tags.SEED: str(spec.seed)}, parent)
     arms = list(unique.values())
@@ -126,11 +166,14 @@ def run_selftest(library: Library, registry, tracker, out_dir: Path, rows: list[
                 cell_arms.append(ArmState(spec=spec, dir=shared.dir, status=shared.status, error=shared.error,
                                           series=shared.series))
             failed = {a.spec.key: a.error or a.status for a in cell_arms if a.status != "finished"}
-            verdict = decide(hypothesis, series_by_arm(cell_arms), seeds, failed)
+            if (row, hyp_id) in unmet:
+                verdict = not_applicable(unmet[(row, hyp_id)])
+            else:
+                verdict = decide(hypothesis, series_by_arm(cell_arms), seeds, failed, trainer=specs[0].trainer)
             verdicts[(row, hyp_id)] = verdict
-            test = store.start_test_run(registry, hyp_id, experiment=specs[0].experiment_name,
+            test = store.start_test_run(registry, hyp_id, experiment=specs[0].experiment_name if specs else "-",
                                         arms=sorted({s.arm for s in specs}), seeds=seeds,
-                                        config_hash=row, flags={"plant": row})
+                                        config_hash=row, flags={"row": row})
             store.finish_test_run(registry, test.id, state="failed" if failed else "finished", verdict=verdict.status,
                                   confidence=verdict.confidence, summary=f"[{row}] {verdict.summary}",
                                   evidence=verdict.evidence())
@@ -139,8 +182,8 @@ def run_selftest(library: Library, registry, tracker, out_dir: Path, rows: list[
         for state in arms:
             tracker.end(state.run_id, "FINISHED" if state.status == "finished" else
                         ("KILLED" if state.status in ("queued", "killed") else "FAILED"))
-    expected = {fault: FAULTS[fault][0] for fault in rows if fault in FAULTS}
-    result = SelftestResult(rows, hypotheses, verdicts, time.time() - started, len(unique),
+    expected = {row.name: row.expected for row in rows if row.expected}
+    result = SelftestResult([row.name for row in rows], hypotheses, verdicts, time.time() - started, len(unique),
                             sum(a.status != "finished" for a in arms), out_dir, expected)
     tracker.log_dict(parent, result.as_json(), "selftest.json")
     tracker.log_text(parent, render_markdown(result), "selftest.md")
@@ -148,11 +191,12 @@ def run_selftest(library: Library, registry, tracker, out_dir: Path, rows: list[
     return result
 
 
-SYMBOL = {"validated": "VALIDATED", "invalidated": "invalidated", "inconclusive": "inconclusive"}
+SYMBOL = {"validated": "VALIDATED", "partial": "partial", "invalidated": "invalidated",
+          "inconclusive": "inconclusive"}
 
 
 def render_markdown(result: SelftestResult) -> str:
-    header = "| planted fault | " + " | ".join(result.hypotheses) + " |"
+    header = "| run (the hypothesis its fault should validate) | " + " | ".join(result.hypotheses) + " |"
     lines = [header, "|" + "---|" * (len(result.hypotheses) + 1)]
     for row in result.rows:
         cells = []
@@ -162,7 +206,7 @@ def render_markdown(result: SelftestResult) -> str:
             if result.expected.get(row) == hyp:
                 mark = f"**{mark}**"
             cells.append(mark)
-        label = row if row == CLEAN else f"{row} ({result.expected.get(row)})"
+        label = f"{row} ({result.expected[row]})" if row in result.expected else row
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     hits, total = result.diagonal()
     lines.append("")

@@ -77,6 +77,10 @@ def _parse(path: Path, model: type[BaseModel], library: Library) -> BaseModel | 
             message = err["msg"]
             if err["type"] == "extra_forbidden":
                 message = "unknown key"
+                if model is Hypothesis and tuple(err["loc"]) == ("control",):
+                    message = ("a hypothesis cannot change the control arm: the control arm is the user's run, the "
+                               "experiment as declared. Put what both arms need into the experiment (or a copy of "
+                               "it), and what the hypothesis needs of the run under requires:")
             elif err["type"] == "missing":
                 message = "required key is missing"
             elif message.startswith("Value error, "):
@@ -150,11 +154,17 @@ def _yaml_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and not p.name.startswith("."))
 
 
-def resolve_experiment_path(name_or_path: str, project: Project) -> Path:
-    candidate = Path(name_or_path)
+def resolve_experiment_path(name_or_path: str, project: Project, base: Path | None = None) -> Path:
+    """An experiment by name (the project's folder first, then the shipped library) or by path.
+
+    A relative path is relative to ``base``: the project root for a hypothesis's `experiment:`, the
+    working directory for `--experiment`.
+    """
+    candidate = Path(name_or_path).expanduser()
     if candidate.suffix in (".yaml", ".yml") or os.sep in name_or_path:
-        return candidate if candidate.is_absolute() else (Path.cwd() / candidate)
-    return project.experiments_dir / f"{name_or_path}.yaml"
+        return candidate if candidate.is_absolute() else (base or project.root) / candidate
+    found = [layer.experiments_dir / f"{name_or_path}.yaml" for layer in reversed(project.layers())]
+    return next((path for path in found if path.exists()), found[0])
 
 
 def load_library(
@@ -172,13 +182,18 @@ def load_library(
     if paths:
         library.partial = True
         hyp_files, exp_files = _split_paths(paths, library)
+        _load_files(library, hyp_files, exp_files)
     else:
-        hyp_files, exp_files = _yaml_files(project.hypotheses_dir), _yaml_files(project.experiments_dir)
-        if not hyp_files and not project.hypotheses_dir.is_dir():
-            library.problems.append(
-                Problem(project.hypotheses_dir, 1, "(folder)",
-                        "no hypotheses folder here: run hypotrack from the project root or set HYPOTRACK_PROJECT")
-            )
+        # The shipped library first; the project's own files add to it and override it by id or name.
+        for layer in project.layers():
+            _load_files(library, _yaml_files(layer.hypotheses_dir), _yaml_files(layer.experiments_dir))
+    _cross_check(library, check_metrics)
+    return library
+
+
+def _load_files(library: Library, hyp_files: list[Path], exp_files: list[Path]) -> None:
+    """One layer of files; a later layer replaces an earlier one's hypothesis or experiment of the same id/name."""
+    seen: set[str] = set()
     for path in exp_files:
         experiment = load_experiment(path, library)
         if experiment is not None:
@@ -190,14 +205,13 @@ def load_library(
             continue
         if not path.stem.startswith(hypothesis.id + "_") and path.stem != hypothesis.id:
             _problem(library, path, ("id",), f"id {hypothesis.id!r} must match the file name (e.g. {hypothesis.id}_<slug>.yaml)")
-        if hypothesis.id in library.hypotheses:
+        if hypothesis.id in seen:
             other = library.hypothesis_files[hypothesis.id]
             _problem(library, path, ("id",), f"duplicate id {hypothesis.id!r}: also declared in {other}")
             continue
+        seen.add(hypothesis.id)
         library.hypotheses[hypothesis.id] = hypothesis
         library.hypothesis_files[hypothesis.id] = path
-    _cross_check(library, check_metrics)
-    return library
 
 
 def _split_paths(paths: list[Path], library: Library) -> tuple[list[Path], list[Path]]:
@@ -238,30 +252,25 @@ def _cross_check(library: Library, check_metrics: bool) -> None:
                 if key not in allowed:
                     _problem(library, path, ("hook_settings", hook, key),
                              f"unknown setting for hook {hook!r} (known: {', '.join(sorted(allowed)) or 'none'})")
-        for section in ("treatment", "control"):
-            overrides = getattr(hypothesis, section)
-            for key, value in overrides.set.items():
-                message = check_setting(key, value)
-                if message:
-                    _problem(library, path, (section, "set", key), message)
+        for key, value in hypothesis.treatment.set.items():
+            message = check_setting(key, value)
+            if message:
+                _problem(library, path, ("treatment", "set", key), message)
         experiment = _experiment_for(library, hypothesis, path)
         if experiment is None:
             continue
-        for section in ("treatment", "control"):
-            for key in ("critic", "parity"):
-                changes = getattr(getattr(hypothesis, section), key)
-                if changes:
-                    merged = {**(getattr(experiment, key) or {}), **changes}
-                    module = f"hypotrack.{key}.settings"
-                    _check_section(library, path, f"{section}.{key}", merged, module,
-                                   "CriticSettings" if key == "critic" else "ParitySettings")
+        for key in ("critic", "parity"):
+            changes = getattr(hypothesis.treatment, key)
+            if changes:
+                merged = {**(getattr(experiment, key) or {}), **changes}
+                module = f"hypotrack.{key}.settings"
+                _check_section(library, path, f"treatment.{key}", merged, module,
+                               "CriticSettings" if key == "critic" else "ParitySettings")
         if not check_metrics:
             continue
-        funcs = metric_names.reward_func_names(experiment.rewards + (hypothesis.treatment.rewards or []))
-        known = metric_names.expand(patterns, funcs)
         for group, loc, criterion in hypothesis.criteria.all_criteria():
             where = ("criteria", group, *loc, "metric")
-            message = metric_names.check_metric(criterion.metric, known, patterns)
+            message = check_criterion_metric(criterion.metric, experiment, hypothesis, patterns)
             if message:
                 _problem(library, path, where, message)
             elif criterion.metric.startswith("diag/"):
@@ -272,12 +281,27 @@ def _cross_check(library: Library, check_metrics: bool) -> None:
             _problem(library, path, ("arms",), "the criteria compare arms, but arms has no 'treatment'")
 
 
+def check_criterion_metric(metric: str, experiment: Experiment, hypothesis: Hypothesis,
+                           patterns: list[str] | None = None) -> str | None:
+    """Why a criterion's metric cannot be read on this experiment (unknown, or from another kind of run), or None."""
+    patterns = metric_names.known_metric_patterns() if patterns is None else patterns
+    funcs = metric_names.reward_func_names(experiment.rewards + (hypothesis.treatment.rewards or []))
+    message = metric_names.check_metric(metric, metric_names.expand(patterns, funcs), patterns)
+    if message:
+        return message
+    producible = metric_names.expand(metric_names.known_metric_patterns(experiment.trainer), funcs)
+    if metric not in producible:
+        return (f"metric {metric!r} cannot be produced by experiment {experiment.name!r} (trainer: "
+                f"{experiment.trainer}); it comes from {metric_names.trainer_of(metric)} runs")
+    return None
+
+
 def _declared_elsewhere(library: Library, hypothesis_id: str) -> bool:
     """When validating single files, a prerequisite may live in a project file not given."""
     if not library.partial:
         return False
     return any(p.stem == hypothesis_id or p.stem.startswith(hypothesis_id + "_")
-               for p in _yaml_files(library.project.hypotheses_dir))
+               for layer in library.project.layers() for p in _yaml_files(layer.hypotheses_dir))
 
 
 def _experiment_for(library: Library, hypothesis: Hypothesis, path: Path) -> Experiment | None:

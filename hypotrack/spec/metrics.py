@@ -24,8 +24,12 @@ TRL_METRICS = [
 ]
 # Per reward function: {func} is the function's name (the part after ':' of its import path).
 TRL_FUNC_METRICS = ["rewards/{func}/mean", "rewards/{func}/std"]
-# Logged by hypotrack's trainer itself, whatever hooks are attached.
-HYPOTRACK_METRICS = ["reward_errors", "reward_errors/{func}"]
+# Logged by hypotrack's GRPO worker itself, whatever hooks are attached: reward-function errors, the
+# task reward by role (whatever the user's function is called) and the held-out evaluation before
+# (step 0) and after training (the last step).
+EVAL_METRICS = [f"eval/{what}/{decoding}" for what in ("task_reward", "reward")
+                for decoding in ("greedy", "sampled", "greedy_gain", "sampled_gain")]
+HYPOTRACK_METRICS = ["reward_errors", "reward_errors/{func}", "task_reward", "task_reward_std", *EVAL_METRICS]
 
 
 def _manifest(module: str, attribute: str) -> object:
@@ -45,13 +49,26 @@ def hook_setting_names(hook: str) -> set[str]:
     return set(settings.get(hook, {}))  # type: ignore[union-attr]
 
 
-def known_metric_patterns() -> list[str]:
-    names = [*TRL_METRICS, *TRL_FUNC_METRICS, *HYPOTRACK_METRICS]
-    for hook, metrics in hook_metrics().items():
-        names += [f"diag/{hook}/{metric}" for metric in metrics]
-    names += list(_manifest("hypotrack.parity.manifest", "PARITY_METRICS"))  # type: ignore[arg-type]
-    names += list(_manifest("hypotrack.critic.manifest", "CRITIC_METRICS"))  # type: ignore[arg-type]
+def known_metric_patterns(trainer: str | None = None) -> list[str]:
+    """Every metric name a criterion may use; with ``trainer``, only those that kind of run produces."""
+    names: list[str] = []
+    if trainer in (None, "grpo"):
+        names += [*TRL_METRICS, *TRL_FUNC_METRICS, *HYPOTRACK_METRICS]
+        for hook, metrics in hook_metrics().items():
+            names += [f"diag/{hook}/{metric}" for metric in metrics]
+    if trainer in (None, "parity"):
+        names += list(_manifest("hypotrack.parity.manifest", "PARITY_METRICS"))  # type: ignore[arg-type]
+    if trainer in (None, "critic"):
+        names += list(_manifest("hypotrack.critic.manifest", "CRITIC_METRICS"))  # type: ignore[arg-type]
     return names
+
+
+def trainer_of(metric: str) -> str:
+    """The kind of run that produces a metric: parity, critic or grpo."""
+    for trainer in ("parity", "critic"):
+        if metric in known_metric_patterns(trainer):
+            return f"trainer: {trainer}"
+    return "trainer: grpo"
 
 
 def expand(patterns: list[str], reward_funcs: list[str]) -> set[str]:

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, create_model, field_validator, model_validator
 
 from .run_settings import RUN_SETTINGS, VALUE_BOUNDS, RunSetting, command_line
-from .vocabulary import ARMS, PRIORITIES, TRAINERS
+from .vocabulary import ARMS, EFFECT_OUTCOMES, PRIORITIES, REQUIREMENTS, TRAINERS
 
 Priority = Literal[PRIORITIES]  # type: ignore[valid-type]
 
@@ -47,12 +47,29 @@ class DataSpec(_Strict):
     truncation_side: Literal["left", "right"] = Field(
         "left", description="Which end of a too-long prompt is cut (left keeps the question at the end)."
     )
+    answer_span: list[str] | None = Field(
+        None, min_length=2, max_length=2,
+        description="Where the answer-bearing text sits in each prompt: two columns holding its start and end "
+        "character offsets (end exclusive), e.g. [answer_start, answer_end]. Lets hypotrack tell whether "
+        "truncation cut the answer (h04).",
+    )
+    answer_text_column: str | None = Field(
+        None, description="Instead of answer_span: a column whose text must still be in the kept prompt "
+        "(e.g. the supporting paragraph or the answer string).",
+    )
+    eval_size: int = Field(
+        64, **VALUE_BOUNDS["data.eval_size"].pydantic(),
+        description="Held-out rows for the evaluation before and after training (never trained on); 0 turns "
+        "the evaluation off.",
+    )
 
     @model_validator(mode="after")
     def _exactly_one_source(self) -> "DataSpec":
         given = [name for name in ("task", "dataset", "loader") if getattr(self, name)]
         if len(given) != 1:
             raise ValueError(f"give exactly one of task, dataset or loader (got {given or 'none'})")
+        if self.answer_span and self.answer_text_column:
+            raise ValueError("give answer_span or answer_text_column, not both")
         if self.loader and not IMPORT_PATH.match(self.loader):
             raise ValueError(f"loader {self.loader!r} must look like 'pkg.module:function'")
         if self.dataset and len(self.dataset.split(",")) not in (1, 2, 3):
@@ -83,6 +100,10 @@ class Experiment(_Strict):
     data: DataSpec
     rewards: list[str] = Field(default_factory=list, description="Reward functions as 'pkg.module:func'.")
     reward_weights: list[float] | None = None
+    task_reward: str | None = Field(
+        None, description="Which reward function measures the task itself (its name or import path); the "
+        "others are auxiliary (format, style, length...). Default: the first one.",
+    )
     settings: dict[str, Any] = Field(default_factory=dict, description="TRL GRPOConfig fields, passed through.")
     lora: LoraSpec = Field(default_factory=LoraSpec)
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
@@ -105,11 +126,24 @@ class Experiment(_Strict):
             raise ValueError("a grpo experiment needs at least one reward function in 'rewards'")
         if self.reward_weights is not None and len(self.reward_weights) != len(self.rewards):
             raise ValueError("reward_weights needs one weight per reward function")
+        if self.task_reward is not None:
+            self.task_reward_index()  # raises for a name that is not one of the rewards
         if self.trainer == "critic" and self.critic is None:
             raise ValueError("trainer 'critic' needs a 'critic:' section")
         if self.trainer == "parity" and self.parity is None:
             raise ValueError("trainer 'parity' needs a 'parity:' section")
         return self
+
+
+    def task_reward_index(self) -> int:
+        """Position of the task reward in `rewards` (the first unless `task_reward` names another)."""
+        if self.task_reward is None:
+            return 0
+        for index, path in enumerate(self.rewards):
+            if self.task_reward in (path, path.rsplit(":", 1)[-1]):
+                return index
+        names = ", ".join(path.rsplit(":", 1)[-1] for path in self.rewards)
+        raise ValueError(f"task_reward {self.task_reward!r} is not one of the reward functions ({names})")
 
 
 # --------------------------------------------------------------------------- hypothesis
@@ -163,6 +197,7 @@ class Criterion(_Strict):
     op: Literal[">", ">=", "<", "<=", "==", "!="] = ">="
     threshold: float
     why: str = Field("", description="What it means when this holds (shown with the evidence).")
+    if_missing: str = Field("", description="What to do when the run cannot produce this metric (shown then).")
 
 
 class AnyOf(_Strict):
@@ -211,6 +246,18 @@ class Resources(_Strict):
     toy_seconds: float | None = Field(None, description="Measured wall time on the toy lab.")
 
 
+class EffectSpec(_Strict):
+    """How the treatment's effect is measured: treatment minus control on an outcome, paired by seed."""
+
+    outcome: Literal[EFFECT_OUTCOMES] = Field(  # type: ignore[valid-type]
+        "task_reward", description="task_reward: the task reward over the last steps of training; eval_greedy / "
+        "eval_sampled: the held-out evaluation after training; none: the criteria are the whole test.")
+    last_steps: int = Field(10, ge=1, description="Steps at the end of training the task reward is averaged over.")
+    meaningful: float = Field(
+        0.1, gt=0, description="The smallest improvement worth having, in units of the task reward's spread (its "
+        "per-completion std in the control arm): an interval below it means the treatment does not help.")
+
+
 class Hypothesis(_Strict):
     id: str = Field(description="h01, h02, ...; must match the file name's prefix.")
     title: str
@@ -220,8 +267,12 @@ class Hypothesis(_Strict):
     prerequisites: list[str] = Field(default_factory=list, description="Ids that must be resolved first.")
     order_note: str = Field("", description="Why this comes where it does in the roadmap.")
     experiment: str = Field("toy_arith", description="Default experiment (name in experiments/ or a path).")
-    treatment: Overrides = Field(default_factory=Overrides)
-    control: Overrides = Field(default_factory=Overrides, description="Changes applied to the control arm too.")
+    treatment: Overrides = Field(default_factory=Overrides,
+                                 description="What the treatment arm changes; the control arm is the experiment as declared.")
+    requires: list[Literal[tuple(REQUIREMENTS)]] = Field(  # type: ignore[valid-type]
+        default_factory=list, description="What the experiment must have for this hypothesis to apply to it "
+        f"({', '.join(REQUIREMENTS)}).")
+    effect: EffectSpec = Field(default_factory=EffectSpec)
     hooks: list[str] = Field(default_factory=list, description="Diagnostics hooks to attach.")
     hook_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
     arms: list[Literal[ARMS]] = Field(default_factory=lambda: list(ARMS))  # type: ignore[valid-type]

@@ -58,6 +58,7 @@ class Bounds:
 VALUE_BOUNDS: dict[str, Bounds] = {
     "max_steps": Bounds(ge=1),
     "grpo.learning_rate": Bounds(gt=0),
+    "grpo.learning_rate*": Bounds(gt=0),  # learning_rate_factor
     "grpo.beta": Bounds(ge=0),
     "grpo.per_device_train_batch_size": Bounds(ge=1),
     "grpo.num_generations": Bounds(ge=2),
@@ -116,7 +117,7 @@ class RunSetting:
 
     @property
     def bounds(self) -> Bounds:
-        return VALUE_BOUNDS.get(self.lands, Bounds())
+        return VALUE_BOUNDS.get(self.lands + ("*" if self.name.endswith("_factor") else ""), Bounds())
 
     def render(self, value: Any) -> list[str]:
         """This setting as command-line words (for the `hypotrack run ...` line)."""
@@ -146,16 +147,24 @@ RUN_SETTINGS: tuple[RunSetting, ...] = (
     RunSetting("peft", bool, "lora.enabled", "treatment", "Treatment arm: full fine-tuning instead of LoRA.",
                flag="--no-peft"),
     RunSetting("learning_rate", float, "grpo.learning_rate", "treatment", "Treatment arm learning rate."),
+    RunSetting("learning_rate_factor", float, "grpo.learning_rate", "treatment",
+               "Treatment arm: the control's learning rate times this factor (e.g. 0.1 for full fine-tuning "
+               "where the run uses LoRA).", metavar="FACTOR"),
     RunSetting("scale_rewards", str, "grpo.scale_rewards", "treatment", "Treatment arm advantage scaling.",
                choices=SCALE_REWARDS),
     RunSetting("kl_beta", float, "grpo.beta", "treatment", "Treatment arm KL coefficient (GRPOConfig beta)."),
     RunSetting("loss_type", str, "grpo.loss_type", "treatment", "Treatment arm loss type.", choices=LOSS_TYPES),
     RunSetting("max_prompt_length", int, "data.max_prompt_length", "treatment",
                "Treatment arm prompt budget in tokens (data side)."),
+    RunSetting("truncate_prompts", bool, "data.max_prompt_length", "treatment",
+               "Treatment arm: no prompt budget, prompts are never cut.", flag="--no-truncation"),
     RunSetting("max_completion_length", int, "grpo.max_completion_length", "treatment",
                "Treatment arm completion budget in tokens (GRPOConfig max_completion_length)."),
     RunSetting("task_reward_only", bool, "rewards", "treatment",
                "Treatment arm: train on the task reward alone, without the auxiliary rewards."),
+    RunSetting("mask_non_policy_tokens", bool, "repair_mask", "treatment",
+               "Treatment arm: take out of the loss the completion tokens the policy did not write (an echoed "
+               "prompt, environment output), as the token_masking diagnostics classify them."),
 )
 SETTINGS_BY_NAME: dict[str, RunSetting] = {s.name: s for s in RUN_SETTINGS}
 SETUP_SETTINGS: tuple[str, ...] = tuple(s.name for s in RUN_SETTINGS if s.scope == "setup")

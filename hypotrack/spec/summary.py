@@ -46,8 +46,11 @@ def _cache_path(project_root: Path) -> Path:
 
 
 def _fingerprint(project_root: Path, extra_files: list[str]) -> list[list]:
+    from hypotrack.library import EXPERIMENTS_DIR, HYPOTHESES_DIR
+
     package = Path(__file__).resolve().parents[1]
-    files = sorted({*(str(p) for d in ("hypotheses", "experiments") for p in (project_root / d).glob("*.y*ml")),
+    folders = [project_root / "hypotheses", project_root / "experiments", HYPOTHESES_DIR, EXPERIMENTS_DIR]
+    files = sorted({*(str(p) for d in folders for p in d.glob("*.y*ml")),
                     *extra_files, *(str(package / m) for m in _RULE_MODULES)})
     out = []
     for name in files:
@@ -86,7 +89,8 @@ def _validate_and_cache(project_root: Path, cache: Path, version: str) -> dict[s
                                 h.command_line(), str(library.hypothesis_files[h.id]))
         for h in library.hypotheses.values()
     }
-    extra = [str(p) for p in library.experiment_files.values() if p.parent != project_root / "experiments"]
+    layer_dirs = {layer.experiments_dir for layer in library.project.layers()}
+    extra = [str(p) for p in library.experiment_files.values() if p.parent not in layer_dirs]
     record = {"format": FORMAT, "version": version, "extra_files": extra,
               "fingerprint": _fingerprint(project_root, extra),
               "hypotheses": [asdict(s) for s in summaries.values()]}

@@ -22,3 +22,16 @@ LOSS_TYPES: tuple[str, ...] = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo", "cisp
 REFERENCE_LOSS_TYPES: tuple[str, ...] = tuple(t for t in LOSS_TYPES if t != "vespo")
 
 TRAINERS: tuple[str, ...] = ("grpo", "critic", "parity")
+
+# What a hypothesis may require of the experiment it tests (its `requires:`). When the control arm
+# lacks it, the hypothesis cannot explain that run: the verdict says so instead of changing the run.
+REQUIREMENTS: dict[str, str] = {
+    "kl_term": "a KL term (beta > 0)",
+    "lora": "LoRA adapters",
+    "auxiliary_rewards": "auxiliary reward functions besides the task reward",
+    "group_scaling": "advantages divided by a per-group std (scale_rewards: group, or normalize_then_sum)",
+}
+# The outcome a treatment's effect is measured on: the task reward over the last steps of training,
+# or the held-out evaluation after training (greedy or sampled decoding); none for checks that are
+# their own test (parity, critic).
+EFFECT_OUTCOMES: tuple[str, ...] = ("task_reward", "eval_greedy", "eval_sampled", "none")

@@ -21,8 +21,8 @@ FAULTS: dict[str, tuple[str, str]] = {
     "kl_wrong_sign": ("h03", "the KL term enters the loss with a negative coefficient, rewarding divergence "
                              "from the reference"),
     "truncate_answer": ("h04", "prompts are cut to a budget that drops the paragraph holding the answer"),
-    "noisy_reward_component": ("h05", "a second reward component is pure noise and weighs as much as the "
-                                      "task reward"),
+    "noisy_reward_component": ("h05", "an auxiliary reward component answers at random (a flaky judge: 0 or 1 "
+                                      "by coin flip) and weighs as much as the task reward"),
     "lora_not_synced": ("h06", "generation runs with the LoRA adapters disabled, so rollouts never come from "
                                "the trained policy"),
 }
@@ -31,7 +31,6 @@ FAULTS: dict[str, tuple[str, str]] = {
 # so a treatment such as --max-prompt-length still overrides them).
 CONFIG_CHANGES: dict[str, dict[str, Any]] = {
     "truncate_answer": {"data.max_prompt_length": 96, "data.truncation_side": "left"},
-    "kl_wrong_sign": {"grpo.beta": 0.04},
 }
 
 
@@ -40,6 +39,10 @@ def apply_config(name: str, arm: dict[str, Any]) -> None:
     for dotted, value in CONFIG_CHANGES.get(name, {}).items():
         section, key = dotted.split(".", 1)
         arm[section][key] = value
+    if name == "noisy_reward_component" and len(arm["rewards"]) > 1:
+        # The noise gets the task reward's weight: it weighs as much in the advantages as the task does.
+        weights = arm["reward_weights"] or [1.0] * len(arm["rewards"])
+        arm["reward_weights"] = [weights[arm["task_reward_index"]]] * len(weights)
 
 
 def _jitter(count: int, step: int, seed: int):
@@ -69,12 +72,15 @@ class Faults:
         if "tiny_std_rewards" in self.names:
             jitter = _jitter(rewards_per_func.shape[0], trainer.state.global_step, trainer.args.seed)
             rewards_per_func = rewards_per_func.clone()
-            rewards_per_func[:, 0] = rewards_per_func[:, 0] + jitter.to(rewards_per_func)
+            task = trainer.task_reward_index
+            rewards_per_func[:, task] = rewards_per_func[:, task] + jitter.to(rewards_per_func)
         if "noisy_reward_component" in self.names and rewards_per_func.shape[1] > 1:
             generator = torch.Generator().manual_seed(trainer.state.global_step * 7919 + trainer.args.seed)
             rewards_per_func = rewards_per_func.clone()
-            noise = torch.rand(rewards_per_func.shape[0], generator=generator)
-            rewards_per_func[:, 1] = noise.to(rewards_per_func.device) * 2.0  # weighs as much as the task reward
+            # coin flips: a judge that answers at random, on the task reward's 0/1 scale and with its spread
+            noise = (torch.rand(rewards_per_func.shape[0], generator=generator) < 0.5).float()
+            aux = 1 if trainer.task_reward_index == 0 else 0
+            rewards_per_func[:, aux] = noise.to(rewards_per_func.device)
         return rewards_per_func
 
 

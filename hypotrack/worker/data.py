@@ -2,8 +2,13 @@
 
 GRPOConfig no longer has max_prompt_length, so truncation happens here, where it
 can be measured: every row gets `prompt_full_length` and `prompt_truncated`, and
-rows that say where their answer lives (`answer_start`/`answer_end`) get
-`answer_survived`, which the truncation hook (h04) reports.
+when the experiment declares where the answer lives (`data.answer_span`: the two
+columns with its character offsets in the prompt, or `data.answer_text_column`:
+text that must survive) every row gets `answer_survived`, which the truncation
+hook (h04) reports.
+
+The last `data.eval_size` rows are held out: never trained on, they are what the
+evaluation before and after training (evaluation.py) scores.
 """
 
 from __future__ import annotations
@@ -17,16 +22,24 @@ from hypotrack.imports import import_object
 
 
 def load_rows(data: dict[str, Any], seed: int, search_dir: str | Path | None):
-    """The raw datasets.Dataset named by an experiment's data section."""
+    """The raw datasets.Dataset named by an experiment's data section (training rows, then held-out rows)."""
+    dataset, source = _load(data, seed, search_dir)
+    if len(dataset) == 0:
+        raise HypotrackError(f"{source} gave no rows: a run needs prompts to train on")
+    return dataset
+
+
+def _load(data: dict[str, Any], seed: int, search_dir: str | Path | None):
+    """(the dataset, how to name where it came from in an error)."""
     import datasets
 
-    size = int(data.get("size") or 256)
+    size = int(data.get("size") or 256) + int(data.get("eval_size") or 0)
     if data.get("task"):
         from hypotrack.toy.lab import TASKS, load_dataset
 
         if data["task"] not in TASKS:
             raise HypotrackError(f"data.task {data['task']!r} is not a toy-lab task (known: {', '.join(TASKS)})")
-        return load_dataset(data["task"], size, seed)
+        return load_dataset(data["task"], size, seed), f"toy task {data['task']!r}"
     if data.get("loader"):
         loader = import_object(data["loader"], search_dir, "dataset loader")
         params = inspect.signature(loader).parameters
@@ -38,7 +51,7 @@ def load_rows(data: dict[str, Any], seed: int, search_dir: str | Path | None):
         if not isinstance(dataset, datasets.Dataset):
             raise HypotrackError(f"dataset loader {data['loader']!r} returned {type(dataset).__name__}, "
                                  "not a datasets.Dataset")
-        return dataset
+        return dataset, f"dataset loader {data['loader']!r}"
     spec = data["dataset"]
     name, config, split = ([*spec.split(","), "", ""])[:3]
     local = Path(name).expanduser()
@@ -52,7 +65,21 @@ def load_rows(data: dict[str, Any], seed: int, search_dir: str | Path | None):
     except Exception as exc:  # noqa: BLE001 - the hub, files and builders fail in many ways
         raise HypotrackError(f"dataset {spec!r} could not be loaded: {type(exc).__name__}: "
                              f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
-    return dataset
+    return dataset, f"dataset {spec!r}"
+
+
+def split_heldout(dataset, data: dict[str, Any]):
+    """(training rows, held-out rows or None): the last eval_size rows are held out, the first `size` train.
+
+    A dataset too small to spare them (fewer than twice eval_size rows) gives up a quarter of its rows
+    instead, and one under 8 rows keeps them all for training (no held-out evaluation)."""
+    size, eval_size = int(data.get("size") or len(dataset)), int(data.get("eval_size") or 0)
+    if eval_size and len(dataset) < 2 * eval_size:
+        eval_size = len(dataset) // 4 if len(dataset) >= 8 else 0
+    if not eval_size:
+        return dataset.select(range(min(size, len(dataset)))), None
+    heldout = dataset.select(range(len(dataset) - eval_size, len(dataset)))
+    return dataset.select(range(min(size, len(dataset) - eval_size))), heldout
 
 
 def prepare_prompts(dataset, tokenizer, data: dict[str, Any]):
@@ -65,13 +92,16 @@ def prepare_prompts(dataset, tokenizer, data: dict[str, Any]):
         if "prompt" in dataset.column_names:
             dataset = dataset.remove_columns("prompt")
         dataset = dataset.rename_column(column, "prompt")
-    if len(dataset) > int(data.get("size") or len(dataset)):
-        dataset = dataset.select(range(int(data["size"])))
+    span, text_column = data.get("answer_span"), data.get("answer_text_column")
+    for name in [*(span or []), *([text_column] if text_column else [])]:
+        if name not in dataset.column_names:
+            declared = "data.answer_span" if span else "data.answer_text_column"
+            raise HypotrackError(f"{declared} names the column {name!r}, which the dataset does not have "
+                                 f"(columns: {', '.join(dataset.column_names)})")
     if not isinstance(dataset[0]["prompt"], str):
         return dataset  # conversational prompts: TRL applies the chat template; no data-side truncation
     max_len = data.get("max_prompt_length")
     side = data.get("truncation_side") or "left"
-    has_span = "answer_start" in dataset.column_names and "answer_end" in dataset.column_names
 
     def truncate(row: dict[str, Any]) -> dict[str, Any]:
         text = row["prompt"]
@@ -85,9 +115,12 @@ def prepare_prompts(dataset, tokenizer, data: dict[str, Any]):
             kept_start, kept_end = kept[0][0], kept[-1][1]
             out["prompt"] = text[kept_start:kept_end]
             out["prompt_truncated"] = True
-        if has_span:
-            start, end = row["answer_start"], row["answer_end"]
+        if span:
+            start, end = row[span[0]], row[span[1]]
             out["answer_survived"] = None if start is None else bool(kept_start <= start and end <= kept_end)
+        elif text_column:
+            needle = row[text_column]
+            out["answer_survived"] = None if not needle else str(needle) in text[kept_start:kept_end]
         return out
 
     return dataset.map(truncate, desc="truncating prompts" if max_len else None)

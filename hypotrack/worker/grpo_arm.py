@@ -15,7 +15,8 @@ from transformers import TrainerCallback
 from hypotrack.errors import HypotrackError
 from hypotrack.imports import import_object
 from hypotrack.protocol import ArmSpec, Event, EventWriter, versions
-from hypotrack.worker.data import load_rows, prepare_prompts
+from hypotrack.worker.data import load_rows, prepare_prompts, split_heldout
+from hypotrack.worker.evaluation import EvalSetup, evaluate, gains
 from hypotrack.worker.guards import check_weights
 from hypotrack.worker.model import build_model, build_peft_config
 
@@ -63,7 +64,8 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
         events.emit(Event.PARAMS, params=enable_determinism(spec.seed))  # keys are already "determinism/..."
     set_seed(spec.seed)
     model, tokenizer = build_model(spec, events)
-    dataset = prepare_prompts(load_rows(spec.data, spec.seed, spec.experiment_dir), tokenizer, spec.data)
+    rows, heldout = split_heldout(load_rows(spec.data, spec.seed, spec.experiment_dir), spec.data)
+    dataset = prepare_prompts(rows, tokenizer, spec.data)
 
     from hypotrack.worker.rewards import RewardErrorLog, wrap_reward
     from hypotrack.worker.trainer import HypotrackGRPOTrainer
@@ -72,17 +74,22 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
     rewards = [wrap_reward(import_object(path, spec.experiment_dir, "reward function"), reward_log)
                for path in spec.rewards]
     args = build_config(spec, out_dir)
+    evaluation = _evaluation(spec, args, heldout, tokenizer, rewards)
+    before = evaluate(model, tokenizer, evaluation) if evaluation else {}
+    if before:
+        events.emit(Event.METRICS, step=0, max_steps=spec.max_steps, metrics=before)
     hooks = build_hooks(spec)
     faults = None
     if spec.plant:
         from hypotrack.toy.faults import build_faults
 
         faults = build_faults(spec.plant)
-    callback = TrainingCallback(events, hooks, spec.max_steps)
+    task_name = rewards[spec.task_reward_index].__name__
+    callback = TrainingCallback(events, hooks, spec.max_steps, task_name)
     trainer = HypotrackGRPOTrainer(
         model=model, reward_funcs=rewards, args=args, train_dataset=dataset, processing_class=tokenizer,
         peft_config=build_peft_config(spec), hooks=hooks, reward_errors=reward_log, faults=faults,
-        callbacks=[callback],
+        callbacks=[callback], task_reward_index=spec.task_reward_index, repair_mask=spec.repair_mask,
     )
     callback.trainer = trainer
     _quiet(trainer)
@@ -90,7 +97,8 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
         faults.attach(trainer)
     events.emit(Event.CONFIG, grpo=_jsonable(args.to_dict()), versions=versions(),
                 trainable_parameters=sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
-                dataset_rows=len(dataset))
+                dataset_rows=len(dataset), heldout_rows=len(heldout) if heldout is not None else 0,
+                dataset_digest=rows._fingerprint, dataset_columns=rows.column_names, model_source=model.name_or_path)
     try:
         trainer.train()
     finally:
@@ -98,6 +106,11 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
             close = getattr(hook, "close", None)
             if close is not None:
                 close()
+    if evaluation:
+        after = evaluate(trainer.model, tokenizer, evaluation)
+        final = {**after, **gains(before, after)}
+        events.emit(Event.METRICS, step=trainer.state.global_step, max_steps=spec.max_steps, metrics=final)
+        callback.last_metrics.update(final)
     artifacts = out_dir / "artifacts"
     artifacts.mkdir(exist_ok=True)
     (artifacts / "samples.json").write_text(json.dumps(trainer.samples, indent=1))
@@ -112,6 +125,16 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
         except Exception as exc:  # noqa: BLE001 - a broken artifact must not fail a finished run
             events.emit(Event.WARNING, message=f"hook {hook.name} could not write its artifacts: {exc}")
     return callback.last_metrics
+
+
+def _evaluation(spec: ArmSpec, args, heldout, tokenizer, rewards) -> "EvalSetup | None":  # noqa: ANN001
+    """The held-out evaluation of this arm, or None when the experiment has no held-out rows."""
+    if heldout is None or len(heldout) == 0:
+        return None
+    weights = spec.reward_weights or [1.0] * len(rewards)
+    return EvalSetup(rows=prepare_prompts(heldout, tokenizer, spec.data), rewards=rewards, weights=list(weights),
+                     task_index=spec.task_reward_index, max_new_tokens=int(args.max_completion_length or 256),
+                     temperature=float(args.temperature), seed=spec.seed)
 
 
 def _quiet(trainer) -> None:  # noqa: ANN001
@@ -129,8 +152,11 @@ def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
 class TrainingCallback(TrainerCallback):
     """Streams logged metrics to the runner and gives hooks the events a callback can see."""
 
-    def __init__(self, events: EventWriter, hooks: list, max_steps: int):
+    def __init__(self, events: EventWriter, hooks: list, max_steps: int, task_reward_name: str):
         self.events, self.hooks, self.max_steps = events, hooks, max_steps
+        # TRL logs each reward function under its own name; the task reward is also logged by role.
+        self.task_keys = {f"rewards/{task_reward_name}/mean": "task_reward",
+                          f"rewards/{task_reward_name}/std": "task_reward_std"}
         self.trainer = None
         self.last_metrics: dict[str, float] = {}
 
@@ -158,6 +184,7 @@ class TrainingCallback(TrainerCallback):
                    if isinstance(v, (int, float)) and not isinstance(v, bool)}
         if not metrics:
             return
+        metrics.update({role: metrics[key] for key, role in self.task_keys.items() if key in metrics})
         if "train_runtime" not in metrics:
             self.last_metrics = {**self.last_metrics, **metrics}
         self.events.emit(Event.METRICS, step=state.global_step, max_steps=self.max_steps, metrics=metrics)

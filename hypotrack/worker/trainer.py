@@ -9,6 +9,10 @@ these methods of trl 1.16 (tests/test_trl_contract.py checks they still exist):
   logprobs and the loss to `on_loss`;
 - `training_step`: stop the arm with a clear error on a NaN or infinite loss (guards.py).
 
+With `repair_mask` (h02's treatment, `--mask-non-policy-tokens`) the rollout's loss mask
+loses the completion tokens that echo the prompt, as the token_masking diagnostics
+classify them, before the hooks and the loss see it.
+
 Hook metrics go into TRL's own metric buffer, so they are averaged per logging
 step and logged under the same step numbers as `reward`.
 """
@@ -29,11 +33,14 @@ from hypotrack.worker.rewards import RewardErrorLog
 class HypotrackGRPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, hooks: list[DiagnosticHook] | None = None,
                  reward_errors: RewardErrorLog | None = None, faults: Any = None,
-                 sample_every: int = 10, **kwargs: Any) -> None:
+                 sample_every: int = 10, task_reward_index: int = 0, repair_mask: bool = False,
+                 **kwargs: Any) -> None:
         self.hypotrack_hooks = list(hooks or [])
         self.reward_errors = reward_errors or RewardErrorLog()
         self.faults = faults  # planted faults (toy lab self-test): reward seam here, the rest via attach()
         self.sample_every = max(1, sample_every)
+        self.task_reward_index = task_reward_index
+        self.repair_mask = repair_mask
         self.samples: list[dict[str, Any]] = []
         self._scored: dict[str, Any] = {}
         self._capture_logps = False
@@ -66,6 +73,8 @@ class HypotrackGRPOTrainer(GRPOTrainer):
         self._metrics[mode]["reward_errors"].append(float(sum(errors.values())))
         for name in self.reward_func_names:
             self._metrics[mode][f"reward_errors/{name}"].append(float(errors.get(name, 0)))
+        if self.repair_mask:
+            self._mask_echoed_prompt(output)
         scored, self._scored = self._scored, {}
         if not scored:
             return output
@@ -78,6 +87,18 @@ class HypotrackGRPOTrainer(GRPOTrainer):
                 self._record(hook, hook.on_rollout(batch, step), mode)
         return output
 
+    def _mask_echoed_prompt(self, output: dict[str, Any]) -> None:
+        """Take echoed prompt tokens out of the loss mask (and out of TRL's token count for dapo/cispo)."""
+        from hypotrack.hooks.token_masking import echoed_prompt_mask, special_ids
+
+        mask = output["completion_mask"]
+        echoed = echoed_prompt_mask(output["prompt_ids"].cpu(), output["prompt_mask"].cpu(),
+                                    output["completion_ids"].cpu(), special_ids(self.processing_class)).to(mask.device)
+        removed = (mask.bool() & echoed).sum()
+        output["completion_mask"] = mask * (~echoed).to(mask.dtype)
+        if isinstance(output.get("num_items_in_batch"), torch.Tensor):
+            output["num_items_in_batch"] = output["num_items_in_batch"] - removed.to(output["num_items_in_batch"])
+
     def _rollout_batch(self, scored: dict[str, Any], output: dict[str, Any], errors: dict[str, int]) -> RolloutBatch:
         inputs = scored["inputs"]
         skip = {"prompt", "completion", "completion_ids"}
@@ -89,7 +110,7 @@ class HypotrackGRPOTrainer(GRPOTrainer):
             advantages=output["advantages"], rewards_per_func=scored["rewards_per_func"],
             reward_weights=self.reward_weights.detach().cpu(), reward_func_names=list(self.reward_func_names),
             num_generations=self.num_generations, scale_rewards=str(self.scale_rewards),
-            aggregation=str(self.multi_objective_aggregation),
+            aggregation=str(self.multi_objective_aggregation), task_index=self.task_reward_index,
             pad_token_id=self.processing_class.pad_token_id, eos_token_id=self.processing_class.eos_token_id,
             prompts_text=[p if isinstance(p, str) else str(p) for p in scored["prompts"]],
             completions_text=[c if isinstance(c, str) else str(c) for c in scored["completions"]],

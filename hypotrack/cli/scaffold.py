@@ -1,0 +1,62 @@
+"""`hypotrack init` and `hypotrack new`: start a project, write a hypothesis from the template."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from hypotrack.cli.context import Context, pass_ctx
+
+
+@click.command()
+@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@pass_ctx
+def init(ctx: Context, directory: Path | None) -> None:
+    """Start a project here (or in DIRECTORY): hypotheses/ and experiments/ with a run template.
+
+    The hypotheses that ship with hypotrack are always available; experiments/my_run.yaml is a
+    template of your own run (loader, task and auxiliary rewards, LoRA, KL) that runs on the toy
+    lab as it is.
+
+    \b
+    Example:
+        hypotrack init && hypotrack run h06 --no-peft
+        hypotrack run h05 --experiment my_run
+    """
+    from hypotrack.scaffold import init_project
+    from hypotrack.spec.project import Project
+
+    root = Project.locate(directory or ctx.project_root).root
+    created, kept = init_project(root)
+    for path in created:
+        click.echo(f"created {path}")
+    for path in kept:
+        click.echo(f"kept    {path} (already there)")
+    click.echo("Next: hypotrack status, then hypotrack run h06 --no-peft (the toy lab), or edit "
+               "experiments/my_run.yaml into your own run and test it with --experiment my_run.")
+
+
+@click.command()
+@click.argument("hypothesis_id", metavar="ID")
+@click.argument("title")
+@click.option("--experiment", default="my_run", show_default=True, metavar="NAME",
+              help="The run to test it on: an experiment name or a YAML path.")
+@click.option("--statement", default="", help="What you think is wrong, one or two sentences.")
+@pass_ctx
+def new(ctx: Context, hypothesis_id: str, title: str, experiment: str, statement: str) -> None:
+    """Write hypotheses/ID_<slug>.yaml from the commented template, then check it.
+
+    \b
+    Example:
+        hypotrack new h11 "Reward model drifts" --statement "The reward model scores length, not answers."
+    """
+    from hypotrack.scaffold import new_hypothesis
+    from hypotrack.spec import Project, SpecError, load_library
+
+    project = Project.locate(ctx.project_root)
+    path = new_hypothesis(project.hypotheses_dir, hypothesis_id, title, experiment, statement)
+    library = load_library(project, [path])
+    if library.problems:
+        raise SpecError(library.problems)
+    click.echo(f"created {path}: edit its statement, treatment and criteria, then `hypotrack run {hypothesis_id}`")

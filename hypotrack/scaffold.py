@@ -1,0 +1,202 @@
+"""Start a project and write new hypotheses from templates: what `hypotrack init` and `hypotrack new` do.
+
+A project is a folder with `hypotheses/` and `experiments/`; the hypothesis library that ships with
+hypotrack is always there underneath, so an empty project already has h01-h10 to run. `init_project`
+adds an experiment template, `my_run`, written the way a user's own run is (a dataset loader, a task
+reward and an auxiliary one, LoRA settings, a KL term), which runs as it is on the toy lab and is
+meant to be edited into the user's run.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hypotrack.errors import HypotrackError
+
+EXPERIMENT_TEMPLATE = """\
+# Your run: the setup that does not improve. Every hypothesis is tested against it: its control arm is
+# this file as written, its treatment arm this file with the hypothesis's change.
+# As written it runs on the toy lab (a tiny arithmetic model built locally); point it at your model,
+# data and rewards. `hypotrack validate` checks it; `hypotrack run h05 --experiment my_run` tests it.
+name: my_run
+trainer: grpo
+model: toy:arith                  # a local model folder or a hub id, loaded with from_pretrained
+data:
+  loader: my_data:load            # experiments/my_data.py; or dataset: "org/name,config,split"
+  size: 256                       # rows to train on
+  eval_size: 64                   # held-out rows scored before and after training (0: none)
+  # max_prompt_length: 1024       # cut prompts to this many tokens (the cut is measured)
+  # answer_span: [answer_start, answer_end]   # where the answer sits in each prompt (char offsets), so
+  # answer_text_column: evidence              # hypotrack can tell whether a cut removed it (h04)
+rewards:                          # TRL's signature: f(completions, **columns) -> list[float]
+  - my_rewards:exact              # the task reward (the first one, unless task_reward names another)
+  - my_rewards:style              # auxiliary rewards: format, style, length...
+reward_weights: [1.0, 0.1]
+# task_reward: exact
+settings:                         # any GRPOConfig field, type- and bound-checked
+  learning_rate: 5.0e-3
+  per_device_train_batch_size: 64
+  num_generations: 4
+  max_completion_length: 6
+  beta: 0.04                      # the KL term (0: none)
+  loss_type: dapo
+  lr_scheduler_type: constant
+lora:
+  enabled: true                   # false: full fine-tuning
+  r: 8
+  lora_alpha: 16
+  target_modules: [q_proj, k_proj, v_proj, o_proj]
+seeds: [0, 1, 2]
+max_steps: 30
+"""
+
+DATA_TEMPLATE = '''\
+"""The prompts of my_run: `load(n, seed)` returns a datasets.Dataset with a `prompt` column.
+
+Any other column (here `answer`) is passed to the reward functions by name, as TRL does.
+Replace the body with your own loading code (load_from_disk, load_dataset on local files, ...).
+"""
+
+import random
+
+from datasets import Dataset
+
+
+def load(n: int, seed: int) -> Dataset:
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        a, b = rng.randint(0, 49), rng.randint(0, 49)
+        rows.append({"prompt": f"{a}+{b}=", "answer": str(a + b)})
+    return Dataset.from_list(rows)
+'''
+
+REWARDS_TEMPLATE = '''\
+"""The reward functions of my_run, with TRL's signature: f(completions, **columns) -> list[float | None].
+
+Return None for a completion you cannot score (it is left out of the group's baseline); an exception
+is counted per step as reward_errors/<name> and reported, not replaced by a made-up score.
+"""
+
+import re
+
+
+def _text(completion) -> str:
+    return completion if isinstance(completion, str) else completion[-1]["content"]
+
+
+def exact(completions, answer, **kwargs) -> list[float]:
+    """The task reward: 1.0 when the completion starts with the right number."""
+    out = []
+    for completion, expected in zip(completions, answer):
+        found = re.match(r"\\s*(-?\\d+)", _text(completion))
+        out.append(1.0 if found and found.group(1) == str(expected) else 0.0)
+    return out
+
+
+def style(completions, **kwargs) -> list[float]:
+    """An auxiliary reward: 1.0 when the completion is only a number."""
+    return [1.0 if re.fullmatch(r"\\s*-?\\d+\\s*", _text(c)) else 0.0 for c in completions]
+'''
+
+HYPOTHESES_README = """\
+Your hypotheses: one YAML file each, named <id>_<slug>.yaml (`hypotrack new h11 "My idea"` writes one).
+The library that ships with hypotrack (h01-h10) is always available; a file here with the same id
+replaces the shipped one. `hypotrack validate` checks them; `hypotrack show h01` prints a shipped one.
+"""
+
+HYPOTHESIS_TEMPLATE = """\
+id: {id}
+title: {title}
+priority: medium                 # high | medium | low: `hypotrack next` orders by it
+statement: >
+  {statement}
+rationale: >
+  Why you suspect it, and why the treatment below tests it.
+prerequisites: []                # ids to resolve first (hypotrack next waits for them)
+experiment: {experiment}         # the run to test it on (experiments/<name>.yaml or a shipped one)
+# requires: [kl_term]            # what the run must have for this to apply: kl_term, lora,
+#                                # auxiliary_rewards, group_scaling
+treatment:                       # what the treatment arm changes; the control arm is the run as written
+  learning_rate_factor: 0.5      # the run flags' names (hypotrack run --help), or set: {{GRPOConfig field: value}}
+hooks: [weights]                 # diagnostics to attach (hypotrack validate --metrics lists what they log)
+criteria:                        # the bug's signature in the diagnostics, read on the control arm
+  validated:                     # all hold -> the signature is present
+    - metric: diag/weights/delta_rel
+      arm: control
+      steps: mean                # mean | mean_last | mean_first | last | first | max | min | slope
+      seeds: majority            # all | majority | any | mean
+      op: ">"
+      threshold: 0.1
+      why: the weights move by more than 10% per step on average
+  invalidated:                   # all hold -> the signature is absent
+    - metric: diag/weights/delta_rel
+      arm: control
+      steps: max
+      seeds: all
+      op: "<="
+      threshold: 0.1
+      why: no step moves the weights by more than 10%
+effect:                          # does the treatment help? treatment - control, paired by seed
+  outcome: task_reward           # task_reward | eval_greedy | eval_sampled | none
+  last_steps: 10
+resources:
+  time: ""
+  memory: ""
+"""
+
+
+def init_project(root: Path) -> tuple[list[Path], list[Path]]:
+    """Create hypotheses/ and experiments/ with the my_run template; (created, already there) paths."""
+    files = {
+        root / "hypotheses" / "README.md": HYPOTHESES_README,
+        root / "experiments" / "my_run.yaml": EXPERIMENT_TEMPLATE,
+        root / "experiments" / "my_data.py": DATA_TEMPLATE,
+        root / "experiments" / "my_rewards.py": REWARDS_TEMPLATE,
+    }
+    created, kept = [], []
+    for path, text in files.items():
+        if path.exists():
+            kept.append(path)
+            continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise HypotrackError(f"cannot create {path}: {exc.strerror}") from None
+        created.append(path)
+    return created, kept
+
+
+def slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")[:40] or "hypothesis"
+
+
+def new_hypothesis(hypotheses_dir: Path, hypothesis_id: str, title: str, experiment: str,
+                   statement: str = "") -> Path:
+    """Write hypotheses/<id>_<slug>.yaml from the template; refuses to overwrite a file."""
+    if not re.fullmatch(r"h\d{2,}", hypothesis_id):
+        raise HypotrackError(f"ID {hypothesis_id!r} must look like h11 (an h and two or more digits)")
+    if not title.strip() or "\n" in title:
+        raise HypotrackError("TITLE must be one line of text")
+    existing = sorted(hypotheses_dir.glob(f"{hypothesis_id}_*.y*ml")) + sorted(hypotheses_dir.glob(f"{hypothesis_id}.y*ml"))
+    if existing:
+        raise HypotrackError(f"{existing[0]} already declares {hypothesis_id}: edit it, or pick another id")
+    path = hypotheses_dir / f"{hypothesis_id}_{slug(title)}.yaml"
+    text = HYPOTHESIS_TEMPLATE.format(id=hypothesis_id, title=_yaml_text(title), experiment=experiment,
+                                      statement=statement.strip() or "What you think is wrong, in one or two sentences.")
+    try:
+        hypotheses_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise HypotrackError(f"cannot write {path}: {exc.strerror}") from None
+    return path
+
+
+def _yaml_text(text: str) -> str:
+    """A title as a YAML scalar that stays a string (quoted when YAML would read it otherwise)."""
+    import json
+
+    plain = text.strip()
+    return plain if re.fullmatch(r"[A-Za-z][\w .,()/-]*", plain) else json.dumps(plain)
