@@ -93,8 +93,8 @@ def _parse_sets(values: tuple[str, ...]) -> dict:
                    "ray runs arms x seeds as Ray tasks, locally or on a cluster.")
 @click.option("--processes", type=click.IntRange(1), help="--launcher accelerate: processes per arm "
               "[accelerate's config: every GPU].")
-@click.option("--ray-address", metavar="ADDRESS", help="--launcher ray: an existing Ray cluster (auto, "
-              "ray://HEAD:10001) [a local Ray instance].")
+@click.option("--ray-address", metavar="ADDRESS", envvar="RAY_ADDRESS", help="--launcher ray: an existing Ray "
+              "cluster (auto, HEAD:6379) [env RAY_ADDRESS; default: a new local Ray instance].")
 @click.option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", help="MLflow tracking URI [env MLFLOW_TRACKING_URI].")
 @click.option("--mlflow-experiment", metavar="NAME", help="MLflow experiment [hypotrack/<ID>].")
 @click.option("--deterministic", is_flag=True, help="Set every seed and deterministic switch; recorded with the run.")

@@ -54,9 +54,9 @@ class RayLauncher(Launcher):
             handler = signal.getsignal(signal.SIGTERM)
             try:
                 if options.ray_address:
-                    ray.init(address=options.ray_address, log_to_driver=False, logging_level="WARNING")
-                else:
-                    ray.init(log_to_driver=False, logging_level="WARNING", **LOCAL_INIT)
+                    ray.init(address=options.ray_address, log_to_driver=False, logging_level="ERROR")
+                else:  # "local": a new instance of our own, even where a `ray start` cluster runs here
+                    ray.init(address="local", log_to_driver=False, logging_level="ERROR", **LOCAL_INIT)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 where = options.ray_address or "a local Ray instance"
                 raise HypotrackError(f"--launcher ray: cannot start or reach {where}: {exc}") from None
