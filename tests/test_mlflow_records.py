@@ -68,8 +68,9 @@ def test_runs_say_what_they_are() -> None:
     assert "**Treatment**: full fine-tuning instead of LoRA; learning_rate 0.005 -> 0.0003." in plan
     verdict = Verdict(status="invalidated", confidence=0.75, summary="invalidated: signature absent")
     done = outcome_description(plan, verdict)
-    assert done.startswith("**Invalidated**, confidence 0.75: h06 LoRA weight sync\n\ninvalidated: signature absent")
-    assert "**Treatment**: full fine-tuning" in done
+    headline, treatment, summary = done.split("\n\n")[:3]
+    assert headline == "**Invalidated**, confidence 0.75: h06 LoRA weight sync"
+    assert treatment.startswith("**Treatment**: full fine-tuning") and summary == "invalidated: signature absent"
 
 
 def test_experiments_open_as_model_training_with_artifacts_beside_the_store(tracker: Tracker) -> None:

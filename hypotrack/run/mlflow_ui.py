@@ -11,18 +11,24 @@ took 26-41 s to answer instead of about 10.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 from hypotrack.errors import HypotrackError
 
-# MLflow 3.17's UI shows every experiment in one mode for the whole browser (GenAI unless the user
-# switched); this URL parameter opens it in the model-training view, where runs, metrics and datasets live.
+# MLflow 3.17's UI shows every experiment in one mode for the whole browser: GenAI until the user picks
+# "Model training" at the top left (the browser remembers it). This URL parameter opens a page in the
+# model-training view, where runs, metrics and datasets live, but the UI's own links do not carry it.
 MODEL_TRAINING_VIEW = "workflowType=machine_learning"
+VIEW_HINT = ("MLflow shows experiments as GenAI apps until 'Model training' is picked at the top left "
+             "(the browser remembers it); the links above open in it.")
+LISTED_EXPERIMENTS = 5
 START_TIMEOUT = 180.0  # seconds for the server's first answer; a loaded 2-core machine needs 10-40
 
 
@@ -43,7 +49,7 @@ def experiment_url(base: str, experiment_id: str | None = None, run_id: str | No
 def start(tracking_uri: str | None, port: int, timeout: float = START_TIMEOUT) -> tuple[subprocess.Popen, str]:
     """Start the server and wait until it answers; (the process, its base URL). Raises if it never does."""
     uri = tracking_uri or default_tracking_uri()
-    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
+    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--registry-store-uri", uri,
                "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     process = subprocess.Popen(command, start_new_session=True, env=env)
@@ -76,6 +82,18 @@ def wait_until_answers(process: subprocess.Popen, base: str, port: int, timeout:
     raise HypotrackError(f"the MLflow server did not answer on {base} within {timeout:.0f} s")
 
 
+def hypotrack_experiments(base: str) -> list[tuple[str, str]]:
+    """(id, name) of the store's hypotrack experiments, most recently updated first, asked of the running server."""
+    query = urllib.parse.urlencode({"max_results": 1000, "order_by": "last_update_time DESC"})
+    try:
+        with urllib.request.urlopen(f"{base}/api/2.0/mlflow/experiments/search?{query}", timeout=30) as response:
+            found = json.load(response).get("experiments", [])
+    except (OSError, ValueError):
+        return []  # the links are a convenience: the UI itself is up
+    return [(e["experiment_id"], e["name"]) for e in found if e["name"].startswith("hypotrack/")
+            or any(tag.get("key") == "hypotrack.store_dir" for tag in e.get("tags", []))]
+
+
 def serve(tracking_uri: str | None, port: int, wait: bool = True) -> subprocess.Popen:
     """Start the UI, print its URL once it answers, and (with `wait`) serve until Ctrl-C or SIGTERM."""
     uri = tracking_uri or default_tracking_uri()
@@ -92,6 +110,11 @@ def serve(tracking_uri: str | None, port: int, wait: bool = True) -> subprocess.
     except KeyboardInterrupt:
         raise HypotrackError("stopped before the MLflow UI answered") from None
     print(f"MLflow UI for {uri}: {experiment_url(base)}  (Ctrl-C to stop)", flush=True)
+    experiments = hypotrack_experiments(base)
+    for experiment_id, name in experiments[:LISTED_EXPERIMENTS]:
+        print(f"  {name}: {experiment_url(base, experiment_id, charts=True)}", flush=True)
+    if experiments:
+        print(VIEW_HINT, flush=True)
     if not wait:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

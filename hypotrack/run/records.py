@@ -140,15 +140,16 @@ def spec_changes(control: "ArmSpec", other: "ArmSpec") -> list[str]:
 
 def arm_description(hypothesis: "Hypothesis", spec: "ArmSpec", arms: list["ArmState"]) -> str:
     """A nested run's description: which arm, what it changes, seed, test."""
-    lines = [f"**{spec.arm}** arm of {hypothesis.id} ({hypothesis.title}), seed {spec.seed}, test {spec.test_id}."]
+    what = f"**{spec.arm}** arm of {hypothesis.id} ({hypothesis.title}), seed {spec.seed}, test {spec.test_id}."
     control = next((a.spec for a in arms if a.spec.arm == "control"), None)
     if spec.arm == "control":
-        lines.append(f"The user's run: experiment `{spec.experiment_name}` as declared.")
+        what += f" The user's run: experiment `{spec.experiment_name}` as declared."
     elif control is not None:
         changes = spec_changes(control, spec)
-        lines.append(f"Changes from control: {'; '.join(changes) if changes else 'nothing'}.")
+        what += f" Changes from control: {'; '.join(changes) if changes else 'nothing'}."
     else:
-        lines.append(f"Experiment `{spec.experiment_name}` with the hypothesis's treatment.")
+        what += f" Experiment `{spec.experiment_name}` with the hypothesis's treatment."
+    lines = [what]  # one paragraph: the UI folds long descriptions after the first
     if spec.plant:
         lines.append(f"Planted fault (both arms): {', '.join(spec.plant)}.")
     lines.append("The parent run holds the verdict and the arms compared.")
@@ -175,12 +176,13 @@ def parent_description(hypothesis: "Hypothesis", arms: list["ArmState"], headlin
 
 
 def outcome_description(plan_description: str | None, verdict: "Verdict") -> str:
-    """The plan's description with the verdict as its headline and the verdict's summary under it."""
+    """The plan's description with the verdict as its headline, and the verdict's summary after the
+    comparison (the UI folds long descriptions: the headline and the treatment stay in view)."""
     confidence = f", confidence {verdict.confidence:.2f}" if verdict.confidence is not None else ""
     headline = f"**{verdict.status.capitalize()}**{confidence}"
     parts = (plan_description or "").split("\n\n")
-    title = parts[0].split(": ", 1)[1] if parts and ": " in parts[0] else ""
-    return "\n\n".join([f"{headline}: {title}".rstrip(": "), verdict.summary, *parts[1:]])
+    title = parts[0].split(": ", 1)[1] if ": " in parts[0] else ""
+    return "\n\n".join([f"{headline}: {title}".rstrip(": "), *parts[1:2], verdict.summary, *parts[2:]])
 
 
 def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
