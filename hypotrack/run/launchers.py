@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -76,7 +75,6 @@ class AccelerateLauncher(Launcher):
 
     def __init__(self, options: LaunchOptions) -> None:
         super().__init__(options)
-        self.exe = shutil.which("accelerate") or "accelerate"
         self.cpu_only = not _has_gpu()
 
     @property
@@ -84,8 +82,9 @@ class AccelerateLauncher(Launcher):
         return self.options.processes or 1
 
     def command(self, spec_path: Path) -> list[str]:
-        # Its own rendezvous port per arm: arms that run side by side must not meet on accelerate's default.
-        command = [self.exe, "launch", "--main_process_port", str(free_port())]
+        # `accelerate launch` of the runner's own Python (no PATH lookup), with its own rendezvous port
+        # per arm: arms that run side by side must not meet on accelerate's default.
+        command = [sys.executable, "-m", "accelerate.commands.launch", "--main_process_port", str(free_port())]
         if self.cpu_only:
             mode = ["--multi_gpu"] if self.processes > 1 else ["--cpu"]
             command += [*mode, "--num_processes", str(self.processes), "--num_machines", "1",
@@ -111,8 +110,8 @@ def check(options: LaunchOptions) -> None:
     if options.ray_address and options.launcher != "ray":
         raise HypotrackError(f"--ray-address: only --launcher ray uses a Ray cluster "
                              f"(this run uses --launcher {options.launcher})")
-    if options.launcher == "accelerate" and shutil.which("accelerate") is None:
-        raise HypotrackError("--launcher accelerate: the `accelerate` command is not on PATH "
+    if options.launcher == "accelerate" and importlib.util.find_spec("accelerate") is None:
+        raise HypotrackError("--launcher accelerate: accelerate is not installed in this Python "
                              "(pip install accelerate, then run `accelerate config` on the GPU machine)")
     if options.launcher == "ray" and importlib.util.find_spec("ray") is None:
         raise HypotrackError('--launcher ray: Ray is not installed in this Python (pip install "hypotrack[ray]")')
