@@ -109,24 +109,27 @@ def serve(tracking_uri: str | None, port: int, wait: bool = True) -> subprocess.
         process, base = start(uri, port)
     except KeyboardInterrupt:
         raise HypotrackError("stopped before the MLflow UI answered") from None
-    print(f"MLflow UI for {uri}: {experiment_url(base)}  (Ctrl-C to stop)", flush=True)
-    experiments = hypotrack_experiments(base)
-    for experiment_id, name in experiments[:LISTED_EXPERIMENTS]:
-        print(f"  {name}: {experiment_url(base, experiment_id, charts=True)}", flush=True)
-    if experiments:
-        print(VIEW_HINT, flush=True)
-    if not wait:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        return process
+    keep_running = False  # only --no-wait leaves the server up, and only once everything is printed
     try:
+        print(f"MLflow UI for {uri}: {experiment_url(base)}  (Ctrl-C to stop)", flush=True)
+        experiments = hypotrack_experiments(base)
+        for experiment_id, name in experiments[:LISTED_EXPERIMENTS]:
+            print(f"  {name}: {experiment_url(base, experiment_id, charts=True)}", flush=True)
+        if experiments:
+            print(VIEW_HINT, flush=True)
+        if not wait:
+            keep_running = True
+            return process
         code = process.wait()
         if code not in (0, -signal.SIGTERM, -signal.SIGINT):
             raise HypotrackError(f"the MLflow server exited with code {code}")
     except KeyboardInterrupt:
         pass
     finally:
-        stop_group(process)
+        if not keep_running:
+            stop_group(process)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return process
 
 
