@@ -53,3 +53,10 @@ def test_plain_postgresql_url_opens_with_psycopg(postgres_url):
     store.set_status(registry, "h01", "partial", reason="first look", confidence=0.4)
     assert queries.get_status(registry, "h01") == "partial"
     registry.dispose()
+
+
+def test_db_commands_hide_the_password(postgres_url):
+    with_password = postgres_url.replace("://hypotrack@", "://hypotrack:s3cret@")  # the test server trusts any
+    result = hypotrack("--db", with_password, "db", "upgrade")
+    assert result.returncode == 0, result.stderr
+    assert "hypotrack:***@127.0.0.1" in result.stdout and "s3cret" not in result.stdout + result.stderr

@@ -31,7 +31,7 @@ def upgrade(ctx: Context, revision: str) -> None:
 
     registry = _open_unmigrated(ctx)
     run_upgrade(registry.url, registry.engine, revision)
-    click.echo(f"{registry.url}: at revision {current_revision(registry.engine)}")
+    click.echo(f"{registry.shown_url}: at revision {current_revision(registry.engine)}")
 
 
 @db.command()
@@ -48,7 +48,7 @@ def downgrade(ctx: Context, revision: str) -> None:
 
     registry = _open_unmigrated(ctx)
     run_downgrade(registry.url, registry.engine, revision)
-    click.echo(f"{registry.url}: at revision {current_revision(registry.engine) or 'base'}")
+    click.echo(f"{registry.shown_url}: at revision {current_revision(registry.engine) or 'base'}")
 
 
 @db.command()
@@ -65,7 +65,7 @@ def current(ctx: Context) -> None:
     registry = _open_unmigrated(ctx)
     revision = current_revision(registry.engine)
     state = "current" if revision == HEAD_REVISION else f"behind head {HEAD_REVISION}"
-    click.echo(f"{registry.url}: revision {revision or 'none (empty)'} ({state})")
+    click.echo(f"{registry.shown_url}: revision {revision or 'none (empty)'} ({state})")
 
 
 def _open_unmigrated(ctx: Context):

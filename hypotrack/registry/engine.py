@@ -65,6 +65,11 @@ class Registry:
     def dispose(self) -> None:
         self.engine.dispose()
 
+    @property
+    def shown_url(self) -> str:
+        """The URL as output prints it: a team database's password hidden."""
+        return shown(self.url)
+
 
 def shown(url: str) -> str:
     """The URL as error messages print it: the password hidden."""
