@@ -7,6 +7,7 @@ arm's files at its end, the path a remote cluster takes too.
 
 from __future__ import annotations
 
+import importlib.util
 import signal
 from pathlib import Path
 
@@ -15,8 +16,8 @@ import pytest
 from runner_support import alive, env_for, mlflow_runs, registry_rows, start_cli, wait_for_step
 from team_support import run_with
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
-    __import__("importlib").util.find_spec("ray") is None, reason='Ray is not installed (pip install "hypotrack[ray]")')]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                                                   reason='Ray is not installed (pip install "hypotrack[ray]")')]
 
 
 def test_ray_trains_like_the_python_launcher(tmp_path: Path, toy_cache: Path, python_launcher_run) -> None:
