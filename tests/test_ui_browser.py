@@ -161,6 +161,8 @@ def test_the_link_opens_the_model_training_view_with_the_arms_compared(ui: Sessi
                         if key.startswith("arms/signature/")})
     assert signature and signature[0] in body  # a metric the criteria read, its arms side by side
     assert ui.driver.find_elements("css selector", ".js-plotly-plot"), "no chart on the experiment page"
+    table = ui.links["hypotrack/h06"].replace("compareRunsMode=CHART", "compareRunsMode=TABLE")
+    ui.open(table, "Dataset", "toy-arith", name="experiment-table")  # the parent row lists its arms' data
 
 
 def test_the_parent_run_shows_the_verdict_the_reward_chart_and_the_data(ui: Session) -> None:
