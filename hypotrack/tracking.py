@@ -251,3 +251,28 @@ def close_orphaned_runs(registry, tracker: Tracker | None = None) -> int:  # noq
             closed += 1
         mark_mlflow_closed(registry, run.id)
     return closed
+
+
+class RunNotFound(LookupError):
+    """No run with that id on that tracking URI (the message says which)."""
+
+
+def read_run(run_id: str, tracking_uri: str | None = None) -> tuple[dict[str, list[tuple[int, float]]], dict[str, str], str]:
+    """A run someone else logged, read back: every metric's full history, its params, and the store's URI.
+
+    `hypotrack triage` reads runs TRL's own MLflow callback wrote; nothing is written to the store.
+    """
+    from mlflow.exceptions import MlflowException
+
+    uri = tracking_uri or mlflow.get_tracking_uri()
+    database = sqlite_file(uri)
+    if database is not None and not database.exists():  # MLflow would create an empty store there
+        raise RunNotFound(f"no MLflow store at tracking URI {uri} ({database} does not exist)")
+    client = MlflowClient(uri)
+    try:
+        run = client.get_run(run_id)
+    except MlflowException as exc:
+        raise RunNotFound(f"no MLflow run {run_id!r} on tracking URI {uri} ({str(exc).splitlines()[0]})") from None
+    series = {key: [(int(m.step), float(m.value)) for m in client.get_metric_history(run_id, key)]
+              for key in run.data.metrics}
+    return series, dict(run.data.params), uri

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, create_model, field_validator, model_validator
 
 from .run_settings import RUN_SETTINGS, VALUE_BOUNDS, RunSetting, command_line
+from .triage import Triage
 from .vocabulary import ARMS, EFFECT_OUTCOMES, PRIORITIES, REQUIREMENTS, TRAINERS
 
 Priority = Literal[PRIORITIES]  # type: ignore[valid-type]
@@ -277,6 +278,9 @@ class Hypothesis(_Strict):
     hook_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
     arms: list[Literal[ARMS]] = Field(default_factory=lambda: list(ARMS))  # type: ignore[valid-type]
     criteria: Criteria
+    triage: Triage | None = Field(
+        None, description="How this bug shows in the metrics a run already logged: signatures over TRL's keys that "
+        "`hypotrack triage` weighs to rank the hypotheses before anything is trained (see spec/triage.py).")
     resources: Resources = Field(default_factory=Resources)
     links: list[str] = Field(default_factory=list)
     notes: str = ""

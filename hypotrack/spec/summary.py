@@ -22,7 +22,7 @@ from .vocabulary import PRIORITY_RANK  # noqa: F401 - the roadmap orders by it
 FORMAT = 2
 
 # Modules whose contents decide whether a file is valid (models, known hooks and metrics).
-_RULE_MODULES = ("spec/models.py", "spec/loader.py", "spec/metrics.py", "spec/settings_check.py",
+_RULE_MODULES = ("spec/models.py", "spec/triage.py", "spec/loader.py", "spec/metrics.py", "spec/settings_check.py",
                  "spec/grpo_fields.py", "spec/run_settings.py", "spec/vocabulary.py", "hooks/manifest.py",
                  "parity/manifest.py", "parity/settings.py", "critic/manifest.py", "critic/settings.py")
 

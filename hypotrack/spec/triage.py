@@ -1,0 +1,153 @@
+"""The `triage:` section of a hypothesis: what its bug looks like in the metrics a run already logged.
+
+`hypotrack triage SOURCE` reads one finished (or failing) run's own metrics: TRL's keys, with the
+reward functions addressed by role (hypotrack/triage/keys.py lists every name). A signature is
+written like a criterion, without arms or seeds: aggregate one metric over the run's steps and
+compare it to a threshold, or require several such conditions at once (`all:`). Each signature
+says what it shows and how much it weighs, for the hypothesis or against it; the hypotheses are
+ranked by the summed weight of the signatures that hold.
+
+```yaml
+triage:
+  signatures:
+    - metric: frac_reward_zero_std          # one condition, inline
+      steps: max
+      op: "<="
+      threshold: 0.0
+      weight: 0.3
+      shows: no group of completions ever tied exactly
+    - all:                                  # every condition must hold
+        - {metric: frac_reward_zero_std, steps: max, op: "<=", threshold: 0.0}
+        - {metric: task_reward/binary_spread, steps: mean, op: ">=", threshold: 0.9}
+      weight: 1.0
+      shows: a 0/1 task reward whose groups never tie carries noise
+    - metric: frac_reward_zero_std
+      steps: mean
+      op: ">="
+      threshold: 0.05
+      direction: against
+      weight: 0.5
+      shows: groups do tie exactly, so the reward is not jittered
+```
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+
+from .metrics import TRL_METRICS
+
+# What triage derives from TRL's keys, by role (hypotrack/triage/derived.py computes each). "Run" metrics
+# are one number for the whole run (any step aggregation returns it).
+DERIVED_METRICS: dict[str, str] = {
+    "task_reward/mean": "the task reward function's mean (TRL's rewards/<task>/mean)",
+    "task_reward/std": "the task reward function's std over the step's completions (rewards/<task>/std)",
+    "task_reward/binary_spread": "the task reward's std over sqrt(mean x (1 - mean)), the largest std a reward "
+                                 "in [0, 1] with that mean can have: 1 for a 0/1 reward, below 1 for graded scores",
+    "task_reward/zero_group_share_min": "for a 0/1 task reward: at least this share of the groups scored 0 on "
+                                        "every completion (frac_reward_zero_std minus the task reward's mean)",
+    "aux_reward/spread_ratio": "the largest weighted std of an auxiliary reward function over the task reward's "
+                               "weighted std: how much the auxiliary rewards spread completions, against the task",
+    "aux_reward/share": "the auxiliary rewards' weighted mean over the combined reward's mean: how much of the "
+                        "reward the auxiliary functions pay (steps: growth follows it over the run)",
+    "aux_reward/task_correlation": "with one auxiliary reward: its correlation with the task reward over the "
+                                   "step's completions, from reward_std and the two functions' stds",
+    "prompts/tokens_per_step_cv": "run: the coefficient of variation of the tokens (prompt + completion) each "
+                                  "step consumed (num_tokens' increments): near 0 when every prompt has the same "
+                                  "length, as when a prompt budget cuts them all",
+    "kl/implied_coefficient": "run: the coefficient the logged kl enters the logged loss with (least squares of "
+                              "loss on kl through 0); about +beta for a correct KL term",
+}
+# Per reward function, by its logged name; triage signatures use the roles above instead.
+FUNC_METRICS = ("rewards/{func}/mean", "rewards/{func}/std")
+
+
+def triage_metric_names() -> list[str]:
+    """Every name a triage signature may use."""
+    return [*TRL_METRICS, *DERIVED_METRICS]
+
+
+# The verdict's step aggregations, plus growth: a run has no control arm to compare with, so its own
+# start is the reference.
+STEP_AGGREGATIONS = ("mean", "mean_last", "mean_first", "last", "first", "max", "min", "slope", "growth")
+OPERATORS = (">", ">=", "<", "<=", "==", "!=")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class Condition(_Strict):
+    """One metric of the run, aggregated over its logged steps and compared with a threshold."""
+
+    metric: str = Field(description="A metric of the run under hypotrack's triage name: TRL's key names "
+                        "(reward, frac_reward_zero_std, completions/clipped_ratio, ...) and the reward "
+                        "functions by role (task_reward/mean, aux_reward/spread_ratio, ...); "
+                        "`hypotrack validate --metrics` lists them.")
+    steps: Literal[STEP_AGGREGATIONS] = Field(  # type: ignore[valid-type]
+        "mean", description="How the logged steps become one number: mean, mean_last / mean_first (the last / "
+        "first k logged steps), last, first, max, min, slope (per step, by least squares), or growth (the mean "
+        "of the last k logged steps over the mean of the first k; k shrinks to half the steps on a short run).")
+    k: int = Field(10, ge=1, description="Window for mean_last / mean_first, in logged steps.")
+    abs: bool = Field(False, description="Compare the absolute value.")
+    op: Literal[OPERATORS] = Field(description="How the number compares with the threshold.")  # type: ignore[valid-type]
+    threshold: float
+
+    @field_validator("metric")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        known = triage_metric_names()
+        if value not in known:
+            import difflib
+
+            close = difflib.get_close_matches(value, known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"unknown triage metric {value!r}{hint} (triage reads TRL's keys and the reward roles "
+                             f"task_reward/..., aux_reward/...; see the README's Triage section)")
+        return value
+
+
+class _Evidence(_Strict):
+    direction: Literal["for", "against"] = Field(
+        "for", description="Whether the signature, when it holds, speaks for the hypothesis or against it.")
+    weight: float = Field(
+        gt=0, le=1, description="How much the signature says on its own: 1 for a reading that points straight at "
+        "the cause, about 0.3 for one that fits it but has common other explanations. A hypothesis's evidence is "
+        "the sum of its holding signatures' weights (against ones subtract).")
+    shows: str = Field(min_length=1, description="What it means when the signature holds (shown as evidence).")
+    if_missing: str = Field("", description="What to log so the run can tell, when a metric is not logged.")
+
+
+class Signature(Condition, _Evidence):
+    """A single-condition signature: the condition's keys inline."""
+
+
+class AllOf(_Evidence):
+    """A signature that holds when every one of its conditions holds."""
+
+    all: list[Condition] = Field(min_length=2)
+
+
+def _signature_kind(value: Any) -> str:
+    # Tags that are never keys of a signature, so error locations name the user's keys only.
+    if isinstance(value, dict):
+        return "all_of" if "all" in value else "single"
+    return "all_of" if isinstance(value, AllOf) else "single"
+
+
+AnySignature = Annotated[Union[Annotated[Signature, Tag("single")], Annotated[AllOf, Tag("all_of")]],
+                         Discriminator(_signature_kind)]
+
+
+def conditions_of(signature: Signature | AllOf) -> list[Condition]:
+    return list(signature.all) if isinstance(signature, AllOf) else [signature]
+
+
+class Triage(_Strict):
+    """How the hypothesis's bug shows in a run's own logged metrics (`hypotrack triage`)."""
+
+    signatures: list[AnySignature] = Field(  # type: ignore[valid-type]
+        min_length=1, description="Patterns in the run's metrics, each with the evidence it shows.")
+    note: str = Field("", description="What triage cannot see of this bug in plain training logs, if anything.")

@@ -1,0 +1,77 @@
+"""`triage(source, hypotheses)`: read a run's logs, name the metrics, weigh every hypothesis, rank them.
+
+What a notebook calls; `hypotrack triage` renders the result and records its ranking in the registry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .derived import add_derived
+from .evaluate import SUSPECT_THRESHOLD, Ranked, rank
+from .expected import Requirement, expected_readings, requirements
+from .keys import canonical, reward_functions
+from .roles import assign_roles
+from .runlog import RunLog
+from .sources import read_source
+
+
+@dataclass
+class TriageReport:
+    source: str
+    kind: str
+    steps: int
+    reward_functions: list[str]
+    assumed: list[str]
+    ranking: list[Ranked]
+    unranked: list[str] = field(default_factory=list)  # hypotheses without a triage: section
+    expected: list[str] = field(default_factory=list)
+    requirements: dict[str, Requirement] = field(default_factory=dict)
+    renamed: dict[str, str] = field(default_factory=dict)
+    ignored: list[str] = field(default_factory=list)
+    threshold: float = SUSPECT_THRESHOLD
+
+    def suspects(self) -> list[Ranked]:
+        return [entry for entry in self.ranking if entry.suspect]
+
+    def rank_of(self, hypothesis_id: str) -> int | None:
+        return next((entry.rank for entry in self.ranking if entry.id == hypothesis_id), None)
+
+    def ranking_record(self) -> list[dict[str, Any]]:
+        """What the registry keeps of the ranking (and `next` reads): one row per ranked hypothesis."""
+        return [{"hypothesis": e.id, "rank": e.rank, "evidence": e.evidence, "suspect": e.suspect,
+                 "applies": not e.not_applicable,
+                 "supports": [r.shows.strip() for r in e.supporting()]} for e in self.ranking]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "kind": self.kind, "steps": self.steps, "threshold": self.threshold,
+            "reward_functions": self.reward_functions, "assumed": self.assumed, "expected": self.expected,
+            "requirements": {word: {"met": r.met, "why": r.why} for word, r in self.requirements.items()},
+            "renamed_keys": self.renamed, "ignored_keys": self.ignored,
+            "suspects": [e.id for e in self.suspects()],
+            "ranking": [e.as_json() for e in self.ranking], "without_triage": self.unranked,
+        }
+
+
+def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) -> TriageReport:  # noqa: ANN001
+    """Rank ``hypotheses`` (id -> Hypothesis) on an already-read run."""
+    named = canonical(log)
+    run = named.log
+    functions = reward_functions(run)
+    roles = assign_roles(run, functions, task_reward)
+    add_derived(run, roles)
+    needs = requirements(run, functions)
+    ranking, unranked = rank(run, hypotheses, needs)
+    return TriageReport(source=log.source, kind=log.kind, steps=run.steps(), reward_functions=functions,
+                        assumed=roles.assumed, ranking=ranking, unranked=unranked,
+                        expected=expected_readings(run), requirements=needs, renamed=named.renamed,
+                        ignored=named.ignored)
+
+
+def triage(source: str, hypotheses: dict, task_reward: str | None = None,  # noqa: ANN001
+           tracking_uri: str | None = None) -> TriageReport:
+    """Read ``source`` (an MLflow run id or runs:/ URI, a training output folder, a trainer_state.json or a
+    CSV) and rank ``hypotheses`` on it."""
+    return triage_log(read_source(source, tracking_uri), hypotheses, task_reward)

@@ -1,0 +1,168 @@
+"""Evaluate every hypothesis's `triage:` signatures on one run and rank the hypotheses by evidence.
+
+A hypothesis's evidence is the summed weight of its signatures that hold (those `against` it
+subtract). Ranked by evidence, then priority, then id; one whose requirement the run visibly
+lacks (no KL term, a single reward function) cannot explain the run and goes last, saying why.
+A suspect is a hypothesis whose evidence reaches SUSPECT_THRESHOLD: the clean toy runs rank none.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypotrack.spec.triage import AllOf, Condition, conditions_of
+from hypotrack.spec.vocabulary import PRIORITY_RANK, REQUIREMENTS
+
+from hypotrack.verdict import OPS, aggregate_steps
+
+from .expected import Requirement
+from .runlog import Points, RunLog
+
+# Evidence at or above this makes a hypothesis a suspect: one signature that points at the cause (weight
+# 0.5 or more), or two weaker ones together.
+SUSPECT_THRESHOLD = 0.5
+
+
+def aggregate(points: Points, how: str, k: int) -> float | None:
+    """One number from a metric's logged steps (the verdict's aggregations, plus growth)."""
+    values = [v for _, v in points if math.isfinite(v)]
+    if not values:
+        return None
+    if how == "growth":
+        if len(values) < 2:
+            return None
+        k = min(k, len(values) // 2)
+        first, last = statistics.fmean(values[:k]), statistics.fmean(values[-k:])
+        return last / first if first > 0 else None
+    return aggregate_steps(points, how, k)
+
+
+@dataclass
+class Reading:
+    condition: Condition
+    value: float | None
+
+    @property
+    def holds(self) -> bool | None:
+        if self.value is None:
+            return None
+        c = self.condition
+        return bool(OPS[c.op](abs(self.value) if c.abs else self.value, c.threshold))
+
+    def describe(self) -> str:
+        c = self.condition
+        name = f"|{c.metric}|" if c.abs else c.metric
+        how = f"{c.steps}({c.k})" if c.steps in ("mean_last", "mean_first", "growth") else c.steps
+        if self.value is None:
+            return f"{name} [{how}]: not logged"
+        return f"{name} [{how}] = {self.value:.4g} {c.op} {c.threshold:g}"
+
+    def as_json(self) -> dict[str, Any]:
+        c = self.condition
+        return {"metric": c.metric, "steps": c.steps, "k": c.k, "abs": c.abs, "op": c.op,
+                "threshold": c.threshold, "value": self.value, "holds": self.holds}
+
+
+@dataclass
+class SignatureResult:
+    shows: str
+    direction: str
+    weight: float
+    readings: list[Reading]
+    if_missing: str = ""
+
+    @property
+    def holds(self) -> bool | None:
+        """True when every condition holds, False when one fails, None when the run cannot tell."""
+        states = [r.holds for r in self.readings]
+        if False in states:
+            return False
+        return None if None in states else True
+
+    @property
+    def missing(self) -> list[str]:
+        return [r.condition.metric for r in self.readings if r.value is None]
+
+    def describe(self) -> str:
+        return "; ".join(r.describe() for r in self.readings)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"shows": self.shows.strip(), "direction": self.direction, "weight": self.weight, "holds": self.holds,
+                "readings": [r.as_json() for r in self.readings], "missing": self.missing,
+                "if_missing": self.if_missing.strip() or None}
+
+
+@dataclass
+class Ranked:
+    """One hypothesis's standing in a triage."""
+
+    id: str
+    title: str
+    priority: str
+    command: str
+    results: list[SignatureResult] = field(default_factory=list)
+    not_applicable: list[str] = field(default_factory=list)
+    note: str = ""
+    rank: int = 0
+
+    @property
+    def evidence(self) -> float:
+        if self.not_applicable:
+            return 0.0
+        total = sum(r.weight if r.direction == "for" else -r.weight for r in self.results if r.holds)
+        return round(total, 6)
+
+    @property
+    def suspect(self) -> bool:
+        return not self.not_applicable and self.evidence >= SUSPECT_THRESHOLD
+
+    def supporting(self) -> list[SignatureResult]:
+        return [r for r in self.results if r.holds and r.direction == "for"]
+
+    def contradicting(self) -> list[SignatureResult]:
+        return [r for r in self.results if r.holds and r.direction == "against"]
+
+    def cannot_tell(self) -> list[SignatureResult]:
+        return [r for r in self.results if r.holds is None]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"hypothesis": self.id, "title": self.title, "priority": self.priority, "rank": self.rank,
+                "evidence": self.evidence, "suspect": self.suspect, "command": self.command,
+                "not_applicable": self.not_applicable, "note": self.note.strip() or None,
+                "supports": [r.as_json() for r in self.supporting()],
+                "contradicts": [r.as_json() for r in self.contradicting()],
+                "cannot_tell": [r.as_json() for r in self.cannot_tell()],
+                "not_holding": [r.as_json() for r in self.results if r.holds is False]}
+
+
+def evaluate_signature(log: RunLog, signature) -> SignatureResult:  # noqa: ANN001 - Signature | AllOf
+    readings = [Reading(c, aggregate(log.series.get(c.metric, []), c.steps, c.k)) for c in conditions_of(signature)]
+    return SignatureResult(signature.shows, signature.direction, signature.weight, readings, signature.if_missing)
+
+
+def rank(log: RunLog, hypotheses: dict, requirements: dict[str, Requirement]) -> tuple[list[Ranked], list[str]]:  # noqa: ANN001
+    """The hypotheses with a `triage:` section, ranked; and the ids of those without one."""
+    ranked: list[Ranked] = []
+    unranked: list[str] = []
+    for hyp_id, hypothesis in sorted(hypotheses.items()):
+        if hypothesis.triage is None:
+            unranked.append(hyp_id)
+            continue
+        entry = Ranked(hyp_id, hypothesis.title, hypothesis.priority, hypothesis.command_line(),
+                       note=hypothesis.triage.note)
+        entry.results = [evaluate_signature(log, s) for s in hypothesis.triage.signatures]
+        for word in hypothesis.requires:
+            known = requirements.get(word)
+            if known is not None and known.met is False:
+                entry.not_applicable.append(f"needs {REQUIREMENTS[word]}, and {known.why}")
+        ranked.append(entry)
+    ranked.sort(key=lambda r: (bool(r.not_applicable), -r.evidence, PRIORITY_RANK[r.priority], r.id))
+    for position, entry in enumerate(ranked, start=1):
+        entry.rank = position
+    return ranked, unranked
+
+
+__all__ = ["AllOf", "Ranked", "Reading", "SUSPECT_THRESHOLD", "SignatureResult", "aggregate", "rank"]

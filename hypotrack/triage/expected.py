@@ -1,0 +1,123 @@
+"""Readings that look alarming in a GRPO log but are how TRL behaves, and what the log says of the run's setup.
+
+Both are about TRL, not about one hypothesis, so they live here rather than in the YAML files:
+- EXPECTED: each names a reading that is expected behaviour, so nobody chases it (a loss of 0 at
+  beta 0, a kl that is not logged, clip ratios of 0 with one iteration per batch);
+- requirements(): which of the `requires:` words (spec/vocabulary.py REQUIREMENTS) the run's
+  logs or params show met or unmet; a hypothesis whose requirement is unmet cannot explain the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .runlog import RunLog
+
+# |loss| at or below this at every step reads as "a GRPO loss of 0" (the policy term's value is the
+# advantage-weighted ratio, zero in expectation; what is left is the token-weighting of lengths).
+LOSS_NEAR_ZERO = 0.05
+
+
+def _values(log: RunLog, name: str) -> list[float]:
+    return [v for _, v in log.series.get(name, [])]
+
+
+def _kl_not_logged(log: RunLog) -> str | None:
+    if "kl" in log.series or "reward" not in log.series:
+        return None
+    return ("kl is not logged: TRL logs it only when the loss has a KL term (beta > 0), so this run trains with "
+            "beta 0, as many GRPO recipes do. Expected; a hypothesis about the KL term does not apply to it.")
+
+
+def _loss_zero_without_kl(log: RunLog) -> str | None:
+    loss = _values(log, "loss")
+    if not loss or "kl" in log.series or max(abs(v) for v in loss) > LOSS_NEAR_ZERO:
+        return None
+    return (f"loss stays within +-{LOSS_NEAR_ZERO:g} of 0 (largest |loss| {max(abs(v) for v in loss):.3g}): with "
+            "beta 0 and one iteration per batch, GRPO's loss value is the advantage-weighted ratio of the policy "
+            "to itself, 0 up to how completion lengths weigh tokens, while its gradient is not 0. Expected; the "
+            "loss value says nothing about learning here.")
+
+
+def _clip_ratio_zero(log: RunLog) -> str | None:
+    clipped = [v for name in ("clip_ratio/region_mean", "clip_ratio/low_mean", "clip_ratio/high_mean")
+               for v in _values(log, name)]
+    if not clipped or max(abs(v) for v in clipped) > 0:
+        return None
+    return ("clip_ratio/* are 0 at every step: with one optimisation step per generation batch (num_iterations 1, "
+            "TRL's default) the policy is its own old policy, so the ratio is 1 and nothing is clipped. Expected.")
+
+
+def _grad_zero_when_all_tied(log: RunLog) -> str | None:
+    tied = dict(log.series.get("frac_reward_zero_std", []))
+    grad = dict(log.series.get("grad_norm", []))
+    steps = [s for s, v in tied.items() if v >= 1.0 and s in grad]
+    if not steps or any(grad[s] > 1e-8 for s in steps):
+        return None
+    return (f"grad_norm is 0 at the {len(steps)} step(s) where every group tied (frac_reward_zero_std 1): no "
+            "completion differed from its group, so no advantage and no gradient. Expected given the ties; "
+            "why the groups tie is the question.")
+
+
+def _no_sampling_metrics(log: RunLog) -> str | None:
+    if any(name.startswith("sampling/") for name in log.series) or "reward" not in log.series:
+        return None
+    return ("sampling/* are not logged: TRL logs the gap between the generator's and the trainer's logprobs only "
+            "when vLLM generates with importance-sampling correction. Expected without vLLM; the run cannot show "
+            "a sampling/scoring mismatch directly.")
+
+
+EXPECTED: list[Callable[[RunLog], str | None]] = [
+    _kl_not_logged, _loss_zero_without_kl, _clip_ratio_zero, _grad_zero_when_all_tied, _no_sampling_metrics,
+]
+
+
+def expected_readings(log: RunLog) -> list[str]:
+    return [said for check in EXPECTED if (said := check(log))]
+
+
+@dataclass(frozen=True)
+class Requirement:
+    met: bool | None  # None: the logs cannot tell
+    why: str
+
+
+def requirements(log: RunLog, reward_functions: list[str]) -> dict[str, Requirement]:
+    """What the run's logs and params say about each of the `requires:` words."""
+    params = log.params
+    out: dict[str, Requirement] = {}
+    beta = _float(params.get("beta"))
+    kl = _values(log, "kl")
+    if beta is not None:
+        out["kl_term"] = Requirement(beta != 0, f"beta is {beta:g}")
+    elif kl:
+        out["kl_term"] = Requirement(True, "kl is logged")
+    elif "reward" in log.series:
+        out["kl_term"] = Requirement(False, "kl is not logged, so beta is 0")
+    else:
+        out["kl_term"] = Requirement(None, "neither beta nor kl is known")
+    if reward_functions:
+        out["auxiliary_rewards"] = Requirement(
+            len(reward_functions) > 1, f"{len(reward_functions)} reward function(s) logged: {', '.join(reward_functions)}")
+    else:
+        out["auxiliary_rewards"] = Requirement(None, "no rewards/<func>/mean logged")
+    peft = params.get("peft_config")
+    if peft and peft not in ("None", "{}"):
+        out["lora"] = Requirement(True, "the run's params have a peft_config")
+    else:  # not every logger records the adapters' config: no peft_config proves nothing
+        out["lora"] = Requirement(None, "the logs do not say whether the run trains LoRA adapters")
+    scale = params.get("scale_rewards")
+    if scale is not None:
+        group = scale.strip().lower() in ("group", "true")
+        out["group_scaling"] = Requirement(group, f"scale_rewards is {scale}")
+    else:
+        out["group_scaling"] = Requirement(None, "the logs do not say how rewards are scaled (scale_rewards)")
+    return out
+
+
+def _float(raw: str | None) -> float | None:
+    try:
+        return float(raw) if raw is not None else None
+    except ValueError:
+        return None

@@ -1,0 +1,89 @@
+"""TRL's metric keys, whichever TRL version or tracker export wrote them, under one set of names.
+
+Triage signatures name TRL 1.16's keys (spec/metrics.py TRL_METRICS) and the reward functions by role
+(hypotrack/triage/roles.py). Older TRL releases and trackers' exports spell some of them differently;
+this module renames them, and sets aside what is not a training metric (evaluation, the end-of-run
+summary, other tools' keys), so the report can say what it did not read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hypotrack.spec.metrics import TRL_METRICS
+
+from .runlog import RunLog
+
+# Keys of older TRL releases -> today's name.
+RENAMED = {
+    "completion_length": "completions/mean_length",  # before the completions/* family
+    "clip_ratio": "clip_ratio/region_mean",  # before the low / high / region clip ratios
+}
+# Weights & Biases and TensorBoard put the split in front of every key ("train/reward").
+TRAIN_PREFIX = "train/"
+# Not training metrics: evaluation passes, and transformers' end-of-training summary.
+EVAL_PREFIXES = ("eval/", "eval_", "test/", "test_")
+SUMMARY_KEYS = frozenset({"train_loss", "train_runtime", "train_samples_per_second", "train_steps_per_second",
+                          "total_flos", "epoch", "step", "global_step"})
+KNOWN = frozenset(TRL_METRICS)
+
+
+def canonical_name(raw: str) -> str | None:
+    """Today's TRL name of a logged key, or None when it is not a training metric triage reads."""
+    name = raw.strip()
+    if name.startswith(TRAIN_PREFIX):
+        name = name[len(TRAIN_PREFIX):]
+    if name.startswith(EVAL_PREFIXES) or name in SUMMARY_KEYS:
+        return None
+    name = RENAMED.get(name, name)
+    if name.startswith("rewards/"):
+        parts = name.split("/")
+        if len(parts) == 2 and parts[1]:  # older TRL: rewards/<func> was the mean
+            return f"{name}/mean"
+        if len(parts) == 3 and parts[1] and parts[2] in ("mean", "std"):
+            return name
+        return None
+    return name if name in KNOWN else None
+
+
+@dataclass
+class Canonical:
+    """The run under today's names, and what the renaming did."""
+
+    log: RunLog
+    renamed: dict[str, str] = field(default_factory=dict)  # logged key -> name used
+    ignored: list[str] = field(default_factory=list)  # logged keys triage does not read
+
+
+def canonical(log: RunLog) -> Canonical:
+    """Rename every key; a key logged under two spellings keeps today's spelling's points."""
+    out = RunLog(source=log.source, kind=log.kind, params=dict(log.params))
+    renamed: dict[str, str] = {}
+    ignored: list[str] = []
+    names = {raw: canonical_name(raw) for raw in log.series}
+    # Keys already spelled today's way first, so a renamed duplicate never overwrites them.
+    for raw in sorted(log.series, key=lambda raw: names[raw] != raw):
+        name = names[raw]
+        if name is None:
+            ignored.append(raw)
+        elif name == raw or name not in out.series:
+            if name != raw:
+                renamed[raw] = name
+            out.series[name] = list(log.series[raw])
+    # Back in the order the source listed them (the first reward function is the task's by default).
+    order: dict[str, int] = {}
+    for name in names.values():
+        if name is not None:
+            order.setdefault(name, len(order))
+    out.series = dict(sorted(out.series.items(), key=lambda item: order[item[0]]))
+    return Canonical(out.sort(), renamed, sorted(ignored))
+
+
+def reward_functions(log: RunLog) -> list[str]:
+    """The reward functions TRL logged (rewards/<func>/mean), in the order the source lists them."""
+    seen: list[str] = []
+    for name in log.series:
+        parts = name.split("/")
+        if len(parts) == 3 and parts[0] == "rewards" and parts[2] == "mean" and parts[1] not in seen:
+            seen.append(parts[1])
+    return seen

@@ -1,0 +1,126 @@
+"""Which logged reward function is the task's, which are auxiliary, and how much each weighs.
+
+A run handed to triage may come without an experiment file, so the roles are read from the logs:
+every `rewards/<func>/mean` TRL logged is a reward function; the task reward is the one the user
+names (`--task-reward`), else the first one logged. The weights come from the run's params
+(`reward_weights`, which TRL's MLflow callback logs), else from the logs themselves: TRL's `reward`
+is the weighted sum of the functions' means at every step, so least squares recovers the weights.
+Every assumption is said in words, for the report.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from hypotrack.errors import HypotrackError
+
+from .runlog import RunLog
+
+# The weighted sum must reproduce TRL's reward this closely (float32 means) for inferred weights to be used.
+FIT_TOLERANCE = 1e-3
+
+
+@dataclass
+class Roles:
+    task: str | None
+    auxiliary: list[str] = field(default_factory=list)
+    weights: dict[str, float] = field(default_factory=dict)
+    assumed: list[str] = field(default_factory=list)
+
+
+def assign_roles(log: RunLog, functions: list[str], task_reward: str | None) -> Roles:
+    if not functions:
+        return Roles(None, assumed=["no rewards/<func>/mean logged: the reward functions' roles are unknown"])
+    weights, said = _weights(log, functions)
+    if task_reward is not None:
+        if task_reward not in functions:
+            raise HypotrackError(f"--task-reward {task_reward!r} is not a reward function this run logged "
+                                 f"(logged: {', '.join(functions)})")
+        task, how = task_reward, "named by --task-reward"
+    else:
+        task, how = _default_task(functions, weights)
+    roles = Roles(task, [f for f in functions if f != task], weights)
+    roles.assumed += [f"task reward: {task} ({how})", said]
+    return roles
+
+
+def _default_task(functions: list[str], weights: dict[str, float]) -> tuple[str, str]:
+    """The heaviest reward function, else the first listed.
+
+    trainer_state.json and MLflow list metric keys alphabetically, so the order TRL logged the functions
+    in is lost; the task reward is usually the one that weighs most (format and style rewards shape).
+    """
+    ranked = sorted(functions, key=lambda f: -abs(weights[f]))
+    hint = "; name another with --task-reward NAME"
+    if len(ranked) > 1 and abs(weights[ranked[0]]) > abs(weights[ranked[1]]):
+        return ranked[0], f"the reward function with the largest weight{hint}"
+    if len(functions) == 1:
+        return functions[0], "the only reward function logged"
+    return functions[0], f"the first reward function listed, the weights being equal{hint}"
+
+
+def _weights(log: RunLog, functions: list[str]) -> tuple[dict[str, float], str]:
+    """The weights TRL combined the functions with: fitted to its logged reward, else the run's reward_weights
+    matched to the functions by that fit (sources list keys alphabetically, not in TRL's order), else 1."""
+    declared = _declared_weights(log.params.get("reward_weights"), len(functions))
+    fitted = _inferred_weights(log, functions)
+    if fitted is not None:
+        if declared is not None and sorted(declared) == sorted(round(w, 4) for w in fitted.values()):
+            return fitted, f"reward weights {_words(fitted)} (the run's reward_weights, matched by TRL's logged reward)"
+        return fitted, f"reward weights {_words(fitted)} (inferred: TRL's reward is their weighted sum at every step)"
+    if declared is not None:
+        weights = _best_match(log, functions, declared)
+        return weights, f"reward weights {_words(weights)} (the run's reward_weights)"
+    weights = {f: 1.0 for f in functions}
+    return weights, f"reward weights {_words(weights)} (assumed, TRL's default: the logs do not pin them down)"
+
+
+def _best_match(log: RunLog, functions: list[str], declared: list[float]) -> dict[str, float]:
+    """The assignment of the declared weights to the functions that best reproduces TRL's logged reward."""
+    from itertools import permutations
+
+    reward = dict(log.series.get("reward", []))
+    means = {f: dict(log.series.get(f"rewards/{f}/mean", [])) for f in functions}
+
+    def error(weights: tuple[float, ...]) -> float:
+        return sum(abs(total - sum(w * means[f].get(step, 0.0) for f, w in zip(functions, weights)))
+                   for step, total in reward.items())
+
+    candidates = list(dict.fromkeys(permutations(declared))) if len(functions) <= 6 else [tuple(declared)]
+    return dict(zip(functions, min(candidates, key=error)))
+
+
+def _words(weights: dict[str, float]) -> str:
+    return ", ".join(f"{name} {value:.3g}" for name, value in weights.items())
+
+
+def _declared_weights(raw: str | None, count: int) -> list[float] | None:
+    if not raw or raw in ("None", "null"):
+        return None
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return None
+    if isinstance(value, (list, tuple)) and len(value) == count and all(isinstance(v, (int, float)) for v in value):
+        return [float(v) for v in value]
+    return None
+
+
+def _inferred_weights(log: RunLog, functions: list[str]) -> dict[str, float] | None:
+    import numpy as np
+
+    reward = dict(log.series.get("reward", []))
+    means = [dict(log.series.get(f"rewards/{f}/mean", [])) for f in functions]
+    steps = [s for s in reward if all(s in m for m in means)]
+    if len(steps) < len(functions) + 1:
+        return None
+    design = np.array([[m[s] for m in means] for s in steps])
+    target = np.array([reward[s] for s in steps])
+    solution, _residuals, rank, _sv = np.linalg.lstsq(design, target, rcond=None)
+    if rank < len(functions):
+        return None
+    error = np.abs(design @ solution - target).max()
+    if error > FIT_TOLERANCE * (1 + np.abs(target).max()):
+        return None
+    return {f: float(round(w, 4)) for f, w in zip(functions, solution)}
