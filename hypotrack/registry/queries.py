@@ -96,3 +96,14 @@ def get_test_run(registry: Registry, test_run_id: str) -> Row | None:
 def runs_needing_mlflow_close(registry: Registry) -> list[Row]:
     tr = tables.test_run
     return fetch(registry, select(tr).where(tr.c.state != "running", tr.c.mlflow_closed == 0))
+
+
+def latest_triage(registry: Registry, with_report: bool = False) -> Row | None:
+    """The newest `hypotrack triage` (its ranking, best first), or None when there was none.
+
+    Its full report (every reading) is read only when asked for: `status` needs the ranking alone.
+    """
+    t = tables.triage
+    columns = [t] if with_report else [c for c in t.c if c.name != "report"]
+    rows = fetch(registry, select(*columns).order_by(t.c.at.desc(), t.c.id.desc()).limit(1))
+    return rows[0] if rows else None

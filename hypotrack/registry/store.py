@@ -199,3 +199,19 @@ def mark_mlflow_closed(registry: Registry, test_run_id: str) -> None:
             run.mlflow_closed = 1
 
     _transaction(registry, write)
+
+
+def record_triage(registry: Registry, *, source: str, source_kind: str, threshold: float,
+                  ranking: list[dict[str, Any]], report: dict[str, Any] | None = None, who: str | None = None) -> str:
+    """Keep one triage's ranking (best first) and its report; returns the triage's id."""
+    from . import tables
+
+    triage_id = uuid.uuid4().hex[:12]
+
+    def write(session) -> str:  # noqa: ANN001
+        session.execute(tables.triage.insert().values(
+            id=triage_id, source=source, source_kind=source_kind, threshold=threshold, ranking=ranking,
+            report=report, actor=who or actor(), at=utcnow()))
+        return triage_id
+
+    return _transaction(registry, write)

@@ -86,3 +86,17 @@ note = Table(
     Column("author", String(128), nullable=False, default=""),
     Column("at", DateTime(timezone=True), nullable=False, default=utcnow),
 )
+
+# One `hypotrack triage` of a run the user already had: where its logs came from and how it ranked the
+# hypotheses. `next`, `status` and `show` read the newest one.
+triage = Table(
+    "triage", metadata,
+    Column("id", String(32), primary_key=True),
+    Column("source", Text, nullable=False),  # the run id / folder / file as the user gave it, and where it was read
+    Column("source_kind", String(32), nullable=False),  # mlflow | trainer_state | csv
+    Column("threshold", Float, nullable=False),  # the evidence a suspect reaches
+    Column("ranking", JSON, nullable=False),  # [{hypothesis, rank, evidence, suspect, applies, supports}], best first
+    Column("report", JSON, nullable=True),  # the whole report: readings, expected behaviour, assumptions
+    Column("actor", String(128), nullable=False, default=""),
+    Column("at", DateTime(timezone=True), nullable=False, default=utcnow, index=True),
+)
