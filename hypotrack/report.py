@@ -96,8 +96,13 @@ class NextStep:
     blocked: list[str]
 
 
-def next_step(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str]) -> NextStep:
-    """The roadmap rule: highest priority pending/inconclusive hypothesis whose prerequisites are resolved."""
+def next_step(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str], triage=None) -> NextStep:  # noqa: ANN001
+    """The roadmap rule: highest priority pending/inconclusive hypothesis whose prerequisites are resolved.
+
+    With a triage (the newest `hypotrack triage`, its ranking best first), its suspects come first: the
+    unresolved one with the most evidence, priority breaking ties, whatever its prerequisites (the
+    run's own logs outrank the roadmap's order).
+    """
     ready, blocked = [], []
     for hyp_id in sorted(hypotheses):
         hyp = hypotheses[hyp_id]
@@ -106,9 +111,13 @@ def next_step(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str]
             continue
         waiting = [p for p in hyp.prerequisites if statuses.get(p, "pending") not in RESOLVED_STATUSES]
         if waiting:
-            blocked.append(f"{hyp_id} waits for " + ", ".join(f"{p} ({statuses.get(p, 'pending')})" for p in waiting))
+            line = f"{hyp_id} waits for " + ", ".join(f"{p} ({statuses.get(p, 'pending')})" for p in waiting)
+            blocked.append(f"{line}: {hyp.order_note}" if hyp.order_note else line)
         else:
             ready.append(hyp)
+    suspect = _top_suspect(hypotheses, statuses, triage)
+    if suspect is not None:
+        return NextStep(suspect.hypothesis, suspect.reason, blocked)
     if not ready:
         testing = [h for h, s in statuses.items() if s == "testing" and h in hypotheses]
         reason = "nothing is ready to test"
@@ -131,6 +140,34 @@ def next_step(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str]
     if best.order_note:
         reason += f" {best.order_note}"
     return NextStep(best, reason, blocked)
+
+
+def _top_suspect(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str], triage) -> NextStep | None:  # noqa: ANN001
+    """The unresolved suspect of the triage with the most evidence (priority, then id, breaking ties)."""
+    if triage is None:
+        return None
+    open_ = [entry for entry in triage.ranking if entry.get("suspect") and entry["hypothesis"] in hypotheses
+             and statuses.get(entry["hypothesis"], "pending") in ("pending", "inconclusive")]
+    if not open_:
+        return None
+    open_.sort(key=lambda e: (-e["evidence"], PRIORITY_RANK[hypotheses[e["hypothesis"]].priority], e["hypothesis"]))
+    best, hyp = open_[0], hypotheses[open_[0]["hypothesis"]]
+    status = statuses.get(hyp.id, "pending")
+    parts = [f"triage of {triage.source} ({_when(triage.at)}) ranks {hyp.id} first among the unresolved suspects: "
+             f"evidence {best['evidence']:.2g} (>= {triage.threshold:g})"]
+    if best.get("supports"):
+        parts.append(" ".join(best["supports"][0].split()))
+    ties = [e["hypothesis"] for e in open_[1:] if e["evidence"] == best["evidence"]]
+    others = [f"{e['hypothesis']} ({e['evidence']:.2g})" for e in open_[1:3]]
+    if ties:
+        parts.append(f"ahead of {', '.join(ties)} (same evidence, {hyp.priority} priority or lower id)")
+    elif others:
+        parts.append(f"then {', '.join(others)}")
+    waiting = [p for p in hyp.prerequisites if statuses.get(p, "pending") not in RESOLVED_STATUSES]
+    if waiting:
+        parts.append("its prerequisites " + ", ".join(f"{p} ({statuses.get(p, 'pending')})" for p in waiting)
+                     + " are not resolved, but the run's own logs point here first")
+    return NextStep(hyp, f"{'; '.join(parts)}. It is {status}.", [])
 
 
 def test_run_json(run) -> dict[str, Any]:  # noqa: ANN001

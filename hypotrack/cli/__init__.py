@@ -5,6 +5,7 @@
 - scaffold.py       init (start a project), new (a hypothesis from the template)
 - run.py            run (the flags come from spec/run_settings.py);  ui.py  ui
 - selftest.py       selftest;  progress.py  the live progress table and the verdict printout
+- triage.py         triage (rank the hypotheses on a run's own logs; records the ranking)
 
 Commands that only read the registry import click, pydantic, PyYAML, SQLAlchemy and
 rich, never torch, mlflow or trl: `hypotrack status` must answer in well under half a
@@ -39,6 +40,8 @@ class LazyGroup(click.Group):
                    "Parity checks: reference GRPO loss vs TRL, logprob contexts, determinism."),
         "selftest": ("hypotrack.cli.selftest", "selftest",
                      "Run every hypothesis against every planted fault and a clean run; print the confusion matrix."),
+        "triage": ("hypotrack.cli.triage", "triage",
+                   "Rank the hypotheses on a run's own logs (MLflow run, training folder, CSV) before training."),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -27,21 +27,42 @@ def status(ctx: Context, as_json: bool) -> None:
     from hypotrack.registry.queries import overview
     from hypotrack.report import STATUS_ICONS, confidence_label, status_rows
 
+    from hypotrack.registry.queries import latest_triage
+
     summaries = ctx.summaries()
-    rows = status_rows(summaries, overview(ctx.registry(), list(summaries)))
+    registry = ctx.registry()
+    rows = status_rows(summaries, overview(registry, list(summaries)))
+    triage = latest_triage(registry)
+    ranked = {entry["hypothesis"]: entry for entry in triage.ranking} if triage else {}
     if as_json:
-        click.echo(json.dumps([row.as_json() for row in rows], indent=2))
+        click.echo(json.dumps([{**row.as_json(), "triage": ranked.get(row.id)} for row in rows], indent=2))
         return
     from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="Current Status Summary", title_justify="left", expand=False)
-    for column in ("ID", "Hypothesis", "Priority", "Status", "Confidence", "Latest evidence or note", "Last run"):
+    columns = ["ID", "Hypothesis", "Priority", "Status", "Confidence", "Latest evidence or note", "Last run"]
+    for column in columns + (["Triage"] if triage else []):
         table.add_column(column, overflow="fold")
     for row in rows:  # free text is escaped: "[control, min]" in evidence is not rich markup
-        table.add_row(row.id, escape(row.title), row.priority.upper(), f"{STATUS_ICONS.get(row.status, '')} {row.status}",
-                      confidence_label(row.confidence), escape(row.evidence), row.last_run)
+        cells = [row.id, escape(row.title), row.priority.upper(), f"{STATUS_ICONS.get(row.status, '')} {row.status}",
+                 confidence_label(row.confidence), escape(row.evidence), row.last_run]
+        table.add_row(*cells, *([_triage_cell(ranked.get(row.id))] if triage else []))
     console().print(table)
+    if triage:
+        suspects = [f"{e['hypothesis']} ({e['evidence']:.2g})" for e in triage.ranking if e["suspect"]]
+        console().print(f"Latest triage {triage.id} ({triage.at:%Y-%m-%d %H:%M}) of {escape(triage.source)}: "
+                        + (f"suspects {', '.join(suspects)}" if suspects else
+                           f"no suspect reaches evidence {triage.threshold:g}"))
+
+
+def _triage_cell(entry: dict | None) -> str:
+    """A hypothesis's place in the latest triage: its rank, evidence, and whether it is a suspect."""
+    if entry is None:
+        return "-"
+    if not entry.get("applies", True):
+        return "n/a"
+    return f"#{entry['rank']} {entry['evidence']:+.2g}" + (" suspect" if entry["suspect"] else "")
 
 
 @click.command()
@@ -64,6 +85,8 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
     notes = queries.notes(registry, hypothesis_id)
     runs = queries.test_runs(registry, hypothesis_id)
     current = queries.overview(registry, [hypothesis_id])[hypothesis_id]
+    triage = queries.latest_triage(registry, with_report=True)
+    triaged = _triage_entry(triage, hypothesis_id)
     if as_json:
         click.echo(json.dumps({
             "definition": hyp.model_dump(mode="json"), "status": current.status, "confidence": current.confidence,
@@ -73,6 +96,7 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
                         for c in changes],
             "notes": [{"text": n.text, "who": n.author, "at": n.at.isoformat()} for n in notes],
             "runs": [test_run_json(r) for r in runs],
+            "triage": triaged,
         }, indent=2, default=str))
         return
     import yaml
@@ -97,6 +121,8 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
     out.print(Panel(header, expand=False))
     out.print("[bold]Criteria[/]")
     out.print(yaml.safe_dump(hyp.criteria.model_dump(mode="json", exclude_defaults=True), sort_keys=False))
+    if triaged:
+        _print_triage(out, triaged)
     table = Table(title="History", title_justify="left")
     for column in ("When", "From", "To", "Confidence", "Reason", "Who"):
         table.add_column(column, overflow="fold")
@@ -119,6 +145,31 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
     out.print(runs_table if runs else "[dim]No test runs yet.[/]")
 
 
+def _triage_entry(triage, hypothesis_id: str) -> dict | None:  # noqa: ANN001 - a registry row
+    """The hypothesis's place and readings in the latest triage, or None when it was not ranked there."""
+    if triage is None:
+        return None
+    report = triage.report or {}
+    entry = next((e for e in report.get("ranking", []) if e["hypothesis"] == hypothesis_id), None)
+    if entry is None:
+        return None
+    return {"triage": triage.id, "source": triage.source, "at": triage.at.isoformat(), "threshold": triage.threshold,
+            "expected": report.get("expected", []), **entry}
+
+
+def _print_triage(out, entry: dict) -> None:  # noqa: ANN001 - a rich Console
+    from rich.markup import escape
+
+    verdict = ("does not apply: " + "; ".join(entry["not_applicable"]) if entry["not_applicable"] else
+               f"rank {entry['rank']}, evidence {entry['evidence']:+.2g}" + (" (suspect)" if entry["suspect"] else ""))
+    out.print(f"[bold]Latest triage[/] {entry['triage']} of {escape(entry['source'])}: {escape(verdict)}")
+    for label, key in (("for", "supports"), ("against", "contradicts"), ("cannot tell", "cannot_tell")):
+        for result in entry[key]:
+            readings = "; ".join(f"{r['metric']} [{r['steps']}] = " + ("not logged" if r["value"] is None else
+                                 f"{r['value']:.4g} {r['op']} {r['threshold']:g}") for r in result["readings"])
+            out.print(f"  {label} ({result['weight']:g}): {escape(' '.join(result['shows'].split()))}  [dim]{escape(readings)}[/]")
+
+
 @click.command(name="next")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_ctx
@@ -132,13 +183,18 @@ def next_(ctx: Context, as_json: bool) -> None:
     from hypotrack.registry.queries import overview
     from hypotrack.report import next_step
 
+    from hypotrack.registry.queries import latest_triage
+
     summaries = ctx.summaries()
-    statuses = {k: v.status for k, v in overview(ctx.registry(), list(summaries)).items()}
-    step = next_step(summaries, statuses)
+    registry = ctx.registry()
+    statuses = {k: v.status for k, v in overview(registry, list(summaries)).items()}
+    triage = latest_triage(registry)
+    step = next_step(summaries, statuses, triage)
     if as_json:
         click.echo(json.dumps({"next": step.hypothesis.id if step.hypothesis else None, "reason": step.reason,
                                "command": step.hypothesis.command if step.hypothesis else None,
-                               "blocked": step.blocked}, indent=2))
+                               "blocked": step.blocked,
+                               "triage": {"id": triage.id, "source": triage.source} if triage else None}, indent=2))
         return
     if step.hypothesis is None:
         click.echo(step.reason)
@@ -194,14 +250,14 @@ def report(ctx: Context, output: Path | None) -> None:
     Example:
         hypotrack report -o docs/debug/README.md
     """
-    from hypotrack.registry.queries import overview, test_runs
+    from hypotrack.registry.queries import latest_triage, overview, test_runs
     from hypotrack.report import next_step, render_report, status_rows
 
     summaries = ctx.summaries()
     registry = ctx.registry()
     overviews = overview(registry, list(summaries))
     rows = status_rows(summaries, overviews)
-    step = next_step(summaries, {k: v.status for k, v in overviews.items()})
+    step = next_step(summaries, {k: v.status for k, v in overviews.items()}, latest_triage(registry))
     text = render_report(rows, test_runs(registry), step)
     if output is None:
         click.echo(text, nl=False)

@@ -1,0 +1,98 @@
+"""`hypotrack triage SOURCE`: rank the hypotheses on the metrics a run already logged, and record the ranking.
+
+Imports no torch, transformers or trl (the triage library reads logs only); MLflow only when the
+source is an MLflow run.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from hypotrack.cli.context import Context, pass_ctx
+
+
+@click.command()
+@click.argument("source")
+@click.option("--task-reward", metavar="NAME",
+              help="Which logged reward function measures the task [the first rewards/<func>/mean logged].")
+@click.option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", metavar="URI",
+              help="MLflow store of an MLflow run SOURCE [env MLFLOW_TRACKING_URI; default: MLflow's].")
+@click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
+@pass_ctx
+def triage(ctx: Context, source: str, task_reward: str | None, tracking_uri: str | None, as_json: bool) -> None:
+    """Rank the hypotheses on a run you already have, before training anything.
+
+    SOURCE is an MLflow run id or runs:/<id> URI, a training output folder (its trainer_state.json,
+    or the newest checkpoint's), a trainer_state.json, or a CSV with a step column and one column per
+    metric. Each hypothesis's `triage:` signatures are read on the run's own metrics (TRL's keys,
+    the reward functions by role); the ranking is recorded in the registry, and `hypotrack next`
+    starts from its strongest unresolved suspect.
+
+    \b
+    Example:
+        hypotrack triage outputs/grpo-run
+        hypotrack triage runs:/0a1b2c3d4e5f60718293a4b5c6d7e8f9 --tracking-uri http://tracking:5000
+        hypotrack triage wandb_export.csv --task-reward accuracy_reward --json
+    """
+    from hypotrack.registry import store
+    from hypotrack.triage import triage as run_triage
+
+    report = run_triage(source, ctx.library().hypotheses, task_reward=task_reward, tracking_uri=tracking_uri)
+    registry = ctx.registry()
+    triage_id = store.record_triage(registry, source=report.source, source_kind=report.kind,
+                                    threshold=report.threshold, ranking=report.ranking_record(),
+                                    report=report.as_json())
+    if as_json:
+        click.echo(json.dumps({"id": triage_id, **report.as_json()}, indent=2))
+        return
+    _print(report, triage_id)
+
+
+def _print(report, triage_id: str) -> None:  # noqa: ANN001 - a TriageReport
+    echo = click.echo
+    echo(f"Triage of {report.source} ({report.kind}, {report.steps} logged steps)")
+    for said in report.assumed:
+        echo(f"  assumed: {said}")
+    if report.renamed:
+        echo("  read as today's TRL names: " + ", ".join(f"{a} -> {b}" for a, b in report.renamed.items()))
+    if report.expected:
+        echo("\nExpected behaviour, not a fault:")
+        for said in report.expected:
+            echo(f"  - {said}")
+    echo(f"\nHypotheses by evidence (a suspect reaches {report.threshold:g}):")
+    for entry in report.ranking:
+        if entry.not_applicable:
+            continue
+        mark = "  SUSPECT" if entry.suspect else ""
+        echo(f"{entry.rank:>3}. {entry.id} {entry.title} [{entry.priority}]  evidence {entry.evidence:+.2g}{mark}")
+        for label, results in (("for", entry.supporting()), ("against", entry.contradicting())):
+            for result in results:
+                echo(f"       {label} ({result.weight:g}): {_words(result.shows)}")
+                echo(f"           {result.describe()}")
+        for result in entry.cannot_tell():
+            hint = f"; {_words(result.if_missing)}" if result.if_missing else ""
+            echo(f"       cannot tell: {', '.join(result.missing)} not logged ({_words(result.shows)}){hint}")
+        if entry.note and not entry.supporting():
+            echo(f"       note: {_words(entry.note)}")
+    lacking = [entry for entry in report.ranking if entry.not_applicable]
+    if lacking:
+        echo("\nCannot explain this run:")
+        for entry in lacking:
+            echo(f"  {entry.id} {entry.title}: {'; '.join(entry.not_applicable)}")
+    if report.unranked:
+        echo(f"\nNo triage signatures (checks that need a run of their own): {', '.join(report.unranked)}")
+    suspects = report.suspects()
+    if suspects:
+        echo("\nTo decide the suspects:")
+        for entry in suspects:
+            echo(f"  {entry.command}")
+    else:
+        echo(f"\nNo hypothesis reaches evidence {report.threshold:g}: the logs point at no cause; "
+             "`hypotrack next` keeps the roadmap's order.")
+    echo(f"\nRecorded as triage {triage_id}; `hypotrack next` starts from its strongest unresolved suspect.")
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
