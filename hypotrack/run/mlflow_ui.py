@@ -36,12 +36,10 @@ def default_tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
 
 
-def experiment_url(base: str, experiment_id: str | None = None, run_id: str | None = None, charts: bool = False) -> str:
-    """A UI page in the model-training view: the experiments, one experiment (its charts), or one run."""
+def experiment_url(base: str, experiment_id: str | None = None, charts: bool = False) -> str:
+    """A UI page in the model-training view: the experiments, or one experiment's runs (or charts)."""
     if experiment_id is None:
         return f"{base}/#/experiments?{MODEL_TRAINING_VIEW}"
-    if run_id is not None:
-        return f"{base}/#/experiments/{experiment_id}/runs/{run_id}?{MODEL_TRAINING_VIEW}"
     mode = "&compareRunsMode=CHART" if charts else ""
     return f"{base}/#/experiments/{experiment_id}/runs?{MODEL_TRAINING_VIEW}{mode}"
 
