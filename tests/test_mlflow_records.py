@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from hypotrack.protocol import ArmSpec
-from hypotrack.run.records import (arm_description, compared_metrics, dataset_source, log_arm_series,
-                                   log_training_inputs, outcome_description, spec_changes, parent_description)
+from hypotrack.run.records import (arm_description, compared_metrics, dataset_source, log_arm_series, log_plan,
+                                   log_training_inputs, outcome_description, parent_description, spec_changes)
 from hypotrack.run.workers import ArmState
 from hypotrack.spec.models import Hypothesis
 from hypotrack.tracking import MODEL_TRAINING, Tags, Tracker
@@ -71,6 +71,8 @@ def test_runs_say_what_they_are() -> None:
     headline, treatment, summary = done.split("\n\n")[:3]
     assert headline == "**Invalidated**, confidence 0.75: h06 LoRA weight sync"
     assert treatment.startswith("**Treatment**: full fine-tuning") and summary == "invalidated: signature absent"
+    untrained = outcome_description(parent_description(hypothesis(), [], "**Running**"), verdict)
+    assert untrained.startswith("**Invalidated**, confidence 0.75: h06 LoRA weight sync\n\nNo arm trained.")
 
 
 def test_experiments_open_as_model_training_with_artifacts_beside_the_store(tracker: Tracker) -> None:
@@ -164,3 +166,12 @@ def test_a_moved_store_shows_its_own_artifacts(tmp_path: Path) -> None:
     experiment = tracker.client.get_experiment(run.info.experiment_id)
     assert experiment.artifact_location == str(moved / "mlruns" / "hypotrack" / "h06")
     assert experiment.tags[Tags.STORE_DIR] == str(moved)
+
+
+def test_a_test_whose_arms_do_not_apply_still_says_what_it_is(tracker: Tracker, tmp_path: Path) -> None:
+    parent = tracker.create_run(tracker.experiment_id("hypotrack/h06"), "test", {})
+    (tmp_path / "h06.yaml").write_text("id: h06\n")
+    log_plan(tracker, parent, hypothesis(), tmp_path / "h06.yaml", [], "digest", {}, "python")  # nothing trains
+    run = tracker.client.get_run(parent)
+    assert run.data.params["experiment"] == "toy_arith" and run.data.params["treatment"] == "none"
+    assert run.data.tags[Tags.NOTE].startswith("**Running**: h06 LoRA weight sync\n\nNo arm trained.")

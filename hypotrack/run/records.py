@@ -44,8 +44,9 @@ INTERESTING_GRPO = {
 def log_plan(tracker, parent_id: str, hypothesis: "Hypothesis", hypothesis_file: Path, arms: list["ArmState"],  # noqa: ANN001
              digest: str, flags: dict, launcher: str) -> None:
     changes = treatment_changes([a.spec for a in arms])
+    experiment = arms[0].spec.experiment_name if arms else hypothesis.experiment  # no arms: nothing applies
     tracker.log_params(parent_id, {
-        "hypothesis": hypothesis.id, "title": hypothesis.title, "experiment": arms[0].spec.experiment_name,
+        "hypothesis": hypothesis.id, "title": hypothesis.title, "experiment": experiment,
         "config_hash": digest, "arms": sorted({a.spec.arm for a in arms}), "seeds": sorted({a.spec.seed for a in arms}),
         "flags": flags, "launcher": launcher, "treatment": "; ".join(changes) if changes else "none",
     })
@@ -159,6 +160,9 @@ def arm_description(hypothesis: "Hypothesis", spec: "ArmSpec", arms: list["ArmSt
 def parent_description(hypothesis: "Hypothesis", arms: list["ArmState"], headline: str) -> str:
     """The parent run's description: headline, then the comparison the test makes and the command."""
     specs = [a.spec for a in arms]
+    title = f"{headline}: {hypothesis.id} {hypothesis.title}"
+    if not specs:  # the run does not meet the hypothesis's requirements: the verdict says which
+        return "\n\n".join([title, "No arm trained.", f"`{command_line()}`."])
     changes = treatment_changes(specs)
     seeds = ", ".join(str(s) for s in sorted({s.seed for s in specs}))
     arm_names = sorted({s.arm for s in specs})
@@ -166,7 +170,7 @@ def parent_description(hypothesis: "Hypothesis", arms: list["ArmState"], headlin
                   f"**Control**: experiment `{specs[0].experiment_name}` as declared."
                   if len(arm_names) > 1 else f"Arm: {', '.join(arm_names)} of experiment `{specs[0].experiment_name}`.")
     return "\n\n".join([
-        f"{headline}: {hypothesis.id} {hypothesis.title}",
+        title,
         comparison,
         f"Seeds {seeds}; test {specs[0].test_id}; `{command_line()}`.",
         f"Charts: `{ARM_SERIES_PREFIX}/outcome/<metric>/...` (rewards) and `{ARM_SERIES_PREFIX}/signature/<metric>/...` "
