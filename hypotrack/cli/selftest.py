@@ -95,6 +95,8 @@ def _print_matrix(out, result) -> None:  # noqa: ANN001
     table.add_column("planted fault")
     for hyp in result.hypotheses:
         table.add_column(hyp, justify="center")
+    if result.triage:
+        table.add_column("triage: its hypothesis's rank", justify="center")
     for row in result.rows:
         cells = []
         for hyp in result.hypotheses:
@@ -104,6 +106,8 @@ def _print_matrix(out, result) -> None:  # noqa: ANN001
             colour = "green" if (verdict.status == "validated") == own and own else (
                 "red" if verdict.status == "validated" or own else "dim")
             cells.append(f"[{colour}]{text}[/]")
+        if result.triage:
+            cells.append(result.triage.cell(row))
         table.add_row(f"{row} ({result.expected[row]})" if row in result.expected else row, *cells)
     out.print(table)
     hits, total = result.diagonal()
@@ -111,3 +115,5 @@ def _print_matrix(out, result) -> None:  # noqa: ANN001
     out.print(f"Diagonal: {hits}/{total} validated; false validations: {len(false)}"
                   + (f" ({', '.join(f'{r}/{h}' for r, h in false)})" if false else "")
                   + f"; {result.unique_runs} training runs, {result.failed_runs} failed, {result.seconds / 60:.1f} min.")
+    if result.triage:
+        out.print(result.triage.summary())

@@ -28,11 +28,12 @@ from hypotrack.run.preflight import preflight
 from hypotrack.run.workers import ArmState, run_workers, series_by_arm
 from hypotrack.spec.loader import Library, load_experiment, resolve_experiment_path
 from hypotrack.spec.models import Overrides
-from hypotrack.toy.faults import FAULTS
+from hypotrack.toy.faults import FAULTS, SIGNATURE_STEPS
 from hypotrack.tracking import Tags
 from hypotrack.verdict import Verdict, decide, not_applicable
 
 CLEAN = "clean"
+COMPACT_STEPS = 3  # the compact selftest: most signatures are visible from the first steps
 
 
 @dataclass(frozen=True)
@@ -43,11 +44,20 @@ class Row:
     plant: tuple[str, ...] = ()  # planted toy-lab faults, on each hypothesis's own experiment
     experiment: str | None = None  # or: one experiment (a name or a YAML path) every hypothesis is tested on
     expected: str | None = None  # the hypothesis this row's fault should validate; None: none
+    steps: int | None = None  # training steps of this row's arms; None: the selftest's max_steps
 
 
-def fault_rows(names: list[str]) -> list[Row]:
-    """The planted-fault rows of the toy lab (CLEAN is the unfaulted row)."""
-    return [Row(CLEAN) if name == CLEAN else Row(name, plant=(name,), expected=FAULTS[name][0]) for name in names]
+def fault_rows(names: list[str], compact: bool = False) -> list[Row]:
+    """The planted-fault rows of the toy lab (CLEAN is the unfaulted row).
+
+    compact: each row trains only as long as its fault's signature needs to show (COMPACT_STEPS, or the
+    fault's SIGNATURE_STEPS where it builds up over training).
+    """
+    def steps(name: str) -> int | None:
+        return SIGNATURE_STEPS.get(name, COMPACT_STEPS) if compact else None
+
+    return [Row(CLEAN, steps=steps(name)) if name == CLEAN else
+            Row(name, plant=(name,), expected=FAULTS[name][0], steps=steps(name)) for name in names]
 
 
 @dataclass
@@ -60,6 +70,7 @@ class SelftestResult:
     failed_runs: int
     store: Path
     expected: dict[str, str] = field(default_factory=dict)  # row -> the hypothesis its fault should validate
+    triage: Any = None  # hypotrack.triage.calibration.TriageAccuracy: triage on the same runs' plain TRL logs
 
     def diagonal(self) -> tuple[int, int]:
         cells = [(f, h) for f, h in self.expected.items() if h in self.hypotheses and f in self.rows]
@@ -77,6 +88,7 @@ class SelftestResult:
             "diagonal": {"validated": hits, "of": total},
             "false_validations": [list(c) for c in self.false_validations()],
             "expected": self.expected,
+            "triage": self.triage.as_json() if self.triage else None,
             "decided": {row: sum(self.verdicts[(row, h)].status != "inconclusive" for h in self.hypotheses)
                         for row in self.rows},
             "cells": {f"{row}/{hyp}": {"status": v.status, "confidence": v.confidence, "summary": v.summary}
@@ -105,7 +117,7 @@ def plan(library: Library, rows: list[Row], hypotheses: list[str], seeds: list[i
         for hyp_id in hypotheses:
             hypothesis = library.hypotheses[hyp_id]
             experiment, experiment_path = _experiment(library, row.experiment or hypothesis.experiment)
-            cli = Overrides(plant=list(row.plant), max_steps=max_steps)
+            cli = Overrides(plant=list(row.plant), max_steps=row.steps or max_steps)
             # Only the arms the criteria read can change a verdict; the others are not trained here.
             needed = [arm for arm in hypothesis.arms if arm in hypothesis.arms_needed()]
             specs = resolve_arms(hypothesis, experiment, experiment_path, cli, seeds=seeds, arms=needed)
@@ -183,8 +195,13 @@ def run_selftest(library: Library, registry, tracker, out_dir: Path, rows: list[
             tracker.end(state.run_id, "FINISHED" if state.status == "finished" else
                         ("KILLED" if state.status in ("queued", "killed") else "FAILED"))
     expected = {row.name: row.expected for row in rows if row.expected}
+    from hypotrack.triage.calibration import selftest_runs, triage_accuracy
+
+    # Triage on the same control arms' plain TRL keys: does the run's own log already point at its fault?
+    triaged = triage_accuracy(selftest_runs(rows, cells, lambda spec: unique[_unique_key(spec)].series), expected,
+                              library.hypotheses)
     result = SelftestResult([row.name for row in rows], hypotheses, verdicts, time.time() - started, len(unique),
-                            sum(a.status != "finished" for a in arms), out_dir, expected)
+                            sum(a.status != "finished" for a in arms), out_dir, expected, triage=triaged)
     tracker.log_dict(parent, result.as_json(), "selftest.json")
     tracker.log_text(parent, render_markdown(result), "selftest.md")
     tracker.end(parent, status)
@@ -197,7 +214,8 @@ SYMBOL = {"validated": "VALIDATED", "partial": "partial", "invalidated": "invali
 
 def render_markdown(result: SelftestResult) -> str:
     header = "| run (the hypothesis its fault should validate) | " + " | ".join(result.hypotheses) + " |"
-    lines = [header, "|" + "---|" * (len(result.hypotheses) + 1)]
+    header += " triage: its hypothesis's rank |" if result.triage else ""
+    lines = [header, "|" + "---|" * (len(result.hypotheses) + 1 + bool(result.triage))]
     for row in result.rows:
         cells = []
         for hyp in result.hypotheses:
@@ -207,9 +225,13 @@ def render_markdown(result: SelftestResult) -> str:
                 mark = f"**{mark}**"
             cells.append(mark)
         label = f"{row} ({result.expected[row]})" if row in result.expected else row
+        if result.triage:
+            cells.append(result.triage.cell(row))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     hits, total = result.diagonal()
     lines.append("")
     lines.append(f"Diagonal {hits}/{total} validated, {len(result.false_validations())} false validations, "
                  f"{result.unique_runs} training runs in {result.seconds / 60:.1f} min.")
+    if result.triage:
+        lines.append(result.triage.summary())
     return "\n".join(lines) + "\n"

@@ -50,6 +50,7 @@ DERIVED_METRICS: dict[str, str] = {
                                         "every completion (frac_reward_zero_std minus the task reward's mean)",
     "aux_reward/spread_ratio": "the largest weighted std of an auxiliary reward function over the task reward's "
                                "weighted std: how much the auxiliary rewards spread completions, against the task",
+    "aux_reward/mean": "the auxiliary reward functions' weighted means, summed: what they pay per completion",
     "aux_reward/share": "the auxiliary rewards' weighted mean over the combined reward's mean: how much of the "
                         "reward the auxiliary functions pay (steps: growth follows it over the run)",
     "aux_reward/task_correlation": "with one auxiliary reward: its correlation with the task reward over the "

@@ -86,16 +86,17 @@ class TriageAccuracy:
                 "clean_suspects": self.clean_suspects(), "rows": [r.as_json() for r in self.rows]}
 
 
-def triage_accuracy(runs: dict[str, list[tuple[str, dict[str, Points]]]], expected: dict[str, str],
-                    hypotheses: dict, task_reward: str | None = None) -> TriageAccuracy:  # noqa: ANN001
-    """``runs``: row -> [(run label, arm series)]; ``expected``: row -> the hypothesis its fault imitates
-    (rows without one are clean). Every run is triaged on its plain TRL keys."""
+def triage_accuracy(runs: dict[str, list[tuple[str, dict[str, Points], str | None]]], expected: dict[str, str],
+                    hypotheses: dict) -> TriageAccuracy:  # noqa: ANN001
+    """``runs``: row -> [(run label, arm series, its task reward function's name)]; ``expected``: row -> the
+    hypothesis its fault imitates (rows without one are clean). Every run is triaged on its plain TRL keys,
+    told which function is the task reward as a user would say it with --task-reward."""
     from .evaluate import SUSPECT_THRESHOLD
 
     result = TriageAccuracy(threshold=SUSPECT_THRESHOLD)
     for row, labelled in runs.items():
         want = expected.get(row)
-        for label, series in labelled:
+        for label, series, task_reward in labelled:
             report = triage_log(plain_trl_log(series, label), hypotheses, task_reward)
             entry = next((e for e in report.ranking if e.id == want), None)
             result.rows.append(RowTriage(
@@ -105,10 +106,10 @@ def triage_accuracy(runs: dict[str, list[tuple[str, dict[str, Points]]]], expect
     return result
 
 
-def selftest_runs(rows, cells: dict, series_of) -> dict[str, list[tuple[str, dict[str, Points]]]]:  # noqa: ANN001
+def selftest_runs(rows, cells: dict, series_of) -> dict[str, list[tuple[str, dict[str, Points], str | None]]]:  # noqa: ANN001
     """The self-test's control arms to triage: for a fault row, its own hypothesis's runs (else the row's first
     trained run); for a clean row, every distinct one. ``series_of(spec)`` is the series the arm logged."""
-    out: dict[str, list[tuple[str, dict[str, Points]]]] = {}
+    out: dict[str, list[tuple[str, dict[str, Points], str | None]]] = {}
     for row in rows:
         specs = [spec for (name, hyp), cell in cells.items() if name == row.name for spec in cell
                  if spec.arm == "control"]
@@ -121,5 +122,12 @@ def selftest_runs(rows, cells: dict, series_of) -> dict[str, list[tuple[str, dic
             series = series_of(spec)
             if label not in seen and series:
                 seen.add(label)
-                out.setdefault(row.name, []).append((label, series))
+                out.setdefault(row.name, []).append((label, series, task_reward_name(spec)))
     return out
+
+
+def task_reward_name(spec) -> str | None:  # noqa: ANN001 - an ArmSpec
+    """The name TRL logs the arm's task reward function under (rewards/<name>/mean)."""
+    rewards = list(getattr(spec, "rewards", None) or [])
+    index = getattr(spec, "task_reward_index", 0) or 0
+    return rewards[index].rsplit(":", 1)[-1] if index < len(rewards) else None

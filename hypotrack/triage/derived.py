@@ -75,6 +75,8 @@ def _auxiliary(log: RunLog, roles: Roles) -> None:
         if paid and total > FLAT_STD:
             share.append((step, sum(paid) / total))
     _put(log, "aux_reward/share", share)
+    _put(log, "aux_reward/mean", [(step, sum(roles.weights.get(f, 1.0) * means[f][step] for f in roles.auxiliary))
+                                  for step in means[roles.task] if all(step in means[f] for f in roles.auxiliary)])
     if len(roles.auxiliary) != 1:
         return  # with several auxiliary functions the combined std mixes their covariances
     # TRL's reward_std is the std of the weighted sum over the step's completions (TRL releases that log
