@@ -16,7 +16,8 @@ from hypotrack.cli.context import Context, pass_ctx
 @click.command()
 @click.argument("source")
 @click.option("--task-reward", metavar="NAME",
-              help="Which logged reward function measures the task [the first rewards/<func>/mean logged].")
+              help="Which logged reward function measures the task [the one with the largest weight, else the "
+                   "first listed].")
 @click.option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", metavar="URI",
               help="MLflow store of an MLflow run SOURCE [env MLFLOW_TRACKING_URI; default: MLflow's].")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
@@ -71,9 +72,13 @@ def _print(report, triage_id: str) -> None:  # noqa: ANN001 - a TriageReport
             for result in results:
                 echo(f"       {label} ({result.weight:g}): {_words(result.shows)}")
                 echo(f"           {result.describe()}")
+        missing: dict[str, list] = {}  # one line per metric the run did not log, however many signatures read it
         for result in entry.cannot_tell():
-            hint = f"; {_words(result.if_missing)}" if result.if_missing else ""
-            echo(f"       cannot tell: {', '.join(result.missing)} not logged ({_words(result.shows)}){hint}")
+            missing.setdefault(", ".join(result.missing), []).append(result)
+        for names, results in missing.items():
+            hint = next((f"; {_words(r.if_missing)}" for r in results if r.if_missing), "")
+            count = f"{len(results)} signatures" if len(results) > 1 else _words(results[0].shows)
+            echo(f"       cannot tell: {names} not logged ({count}){hint}")
         if entry.note and not entry.supporting():
             echo(f"       note: {_words(entry.note)}")
     lacking = [entry for entry in report.ranking if entry.not_applicable]

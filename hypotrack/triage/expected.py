@@ -68,8 +68,16 @@ def _no_sampling_metrics(log: RunLog) -> str | None:
             "a sampling/scoring mismatch directly.")
 
 
+def _no_entropy_bonus(log: RunLog) -> str | None:
+    if "entropy_coef" in log.series or "entropy" not in log.series:
+        return None
+    return ("entropy_coef is not logged: TRL logs it only when an entropy bonus is on (entropy_coef != 0), so this "
+            "run has none. Expected.")
+
+
 EXPECTED: list[Callable[[RunLog], str | None]] = [
     _kl_not_logged, _loss_zero_without_kl, _clip_ratio_zero, _grad_zero_when_all_tied, _no_sampling_metrics,
+    _no_entropy_bonus,
 ]
 
 

@@ -108,19 +108,42 @@ def _declared_weights(raw: str | None, count: int) -> list[float] | None:
 
 
 def _inferred_weights(log: RunLog, functions: list[str]) -> dict[str, float] | None:
-    import numpy as np
-
+    """Least squares of TRL's reward on the functions' means, through 0; None when the logs do not pin the
+    weights down (too few steps, a function that moves with another) or the fit is not exact."""
     reward = dict(log.series.get("reward", []))
     means = [dict(log.series.get(f"rewards/{f}/mean", [])) for f in functions]
     steps = [s for s in reward if all(s in m for m in means)]
     if len(steps) < len(functions) + 1:
         return None
-    design = np.array([[m[s] for m in means] for s in steps])
-    target = np.array([reward[s] for s in steps])
-    solution, _residuals, rank, _sv = np.linalg.lstsq(design, target, rcond=None)
-    if rank < len(functions):
+    rows = [[m[s] for m in means] for s in steps]
+    target = [reward[s] for s in steps]
+    n = len(functions)
+    # Normal equations: a handful of unknowns, so plain Python beats importing numpy on `triage`'s clock.
+    gram = [[sum(row[i] * row[j] for row in rows) for j in range(n)] for i in range(n)]
+    moment = [sum(row[i] * t for row, t in zip(rows, target)) for i in range(n)]
+    solution = _solve(gram, moment)
+    if solution is None:
         return None
-    error = np.abs(design @ solution - target).max()
-    if error > FIT_TOLERANCE * (1 + np.abs(target).max()):
+    error = max(abs(sum(w * x for w, x in zip(solution, row)) - t) for row, t in zip(rows, target))
+    if error > FIT_TOLERANCE * (1 + max(abs(t) for t in target)):
         return None
     return {f: float(round(w, 4)) for f, w in zip(functions, solution)}
+
+
+def _solve(matrix: list[list[float]], vector: list[float]) -> list[float] | None:
+    """Gaussian elimination with partial pivoting; None for a singular (or nearly singular) system."""
+    n = len(vector)
+    a = [row[:] + [value] for row, value in zip(matrix, vector)]
+    scale = max((abs(a[i][i]) for i in range(n)), default=0.0)
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        if abs(a[pivot][col]) <= 1e-9 * max(scale, 1e-300):
+            return None
+        a[col], a[pivot] = a[pivot], a[col]
+        for r in range(col + 1, n):
+            factor = a[r][col] / a[col][col]
+            a[r] = [x - factor * y for x, y in zip(a[r], a[col])]
+    out = [0.0] * n
+    for i in reversed(range(n)):
+        out[i] = (a[i][n] - sum(a[i][j] * out[j] for j in range(i + 1, n))) / a[i][i]
+    return out
