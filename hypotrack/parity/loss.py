@@ -13,6 +13,12 @@ sides run forward + backward from zeroed gradients on the same parameters and ar
 The seed-004 "manual GRPO" deviations are reproduced on purpose against TRL's grpo loss:
 sequence-level REINFORCE, mean k1 KL instead of k3, division by the full padded length, and all
 three together; their rows say how far each moves the loss and the gradient.
+
+Gradient accumulation (trl#2617): for each loss_type, the same batch is also run as 2 and 4
+micro-batches accumulated into one gradient, TRL's way (each micro-batch's `_compute_loss`, the
+trainer's accumulation steps set, one backward each); the accumulated gradient must equal the
+one-pass gradient. bnpo normalises by each micro-batch's own token count by design, so it differs
+when micro-batches hold different numbers of tokens: reported, and left out of the verdict.
 """
 from __future__ import annotations
 
@@ -62,11 +68,27 @@ class LossParityRow:
     notes: str = ""
 
 
+ACCUMULATION_STEPS = (2, 4)
+# Loss types whose normaliser is, by definition, each micro-batch's own (their accumulated gradient may differ).
+PER_MICRO_BATCH = ("bnpo",)
+
+
+@dataclass
+class AccumulationRow:
+    loss_type: str
+    steps: int  # gradient_accumulation_steps the batch was split into
+    grad_max_abs_diff: float  # vs the one-pass gradient
+    grad_max_abs: float
+    expected_equal: bool  # False for loss types normalised per micro-batch
+    passed: bool
+
+
 @dataclass
 class LossParityResult:
     rows: list[LossParityRow]
     batch: dict = field(default_factory=dict)  # shapes / token counts / clip fractions, for the report
     seconds: float = 0.0
+    accumulation: list[AccumulationRow] = field(default_factory=list)
 
     @property
     def exact_rows(self) -> list[LossParityRow]:
@@ -92,6 +114,10 @@ class LossParityResult:
         kl = [r.kl_metric_diff for r in ex if not math.isnan(r.kl_metric_diff)]
         if kl:
             m["parity/loss/kl_metric_abs_diff"] = max(kl)
+        checked = [a for a in self.accumulation if a.expected_equal]
+        if checked:
+            m["parity/loss/accumulation/grad_max_abs_diff"] = max(a.grad_max_abs_diff for a in checked)
+            m["parity/loss/accumulation/passed"] = float(all(a.passed for a in checked))
         for r in self.rows:
             if r.variant:
                 m[f"parity/loss/variant/{r.variant}/loss_rel_diff"] = r.loss_rel_diff
@@ -256,13 +282,13 @@ def run_loss_parity(model_path: str, loss_types=("grpo", "bnpo", "dr_grpo", "dap
     eps_high = epsilon if epsilon_high is None else epsilon_high
 
     def cfg_for(lt, beta, **over):
+        settings = {"gradient_accumulation_steps": gradient_accumulation_steps,
+                    "steps_per_generation": gradient_accumulation_steps,
+                    "use_bias_correction_kl": use_bias_correction_kl, **over}
         return GRPOLossConfig(
             loss_type=lt, beta=beta, epsilon_low=epsilon, epsilon_high=eps_high,
             importance_sampling_level="sequence" if lt == "luspo" else "token",
-            max_completion_length=max_completion_length, train_mode=train_mode,
-            gradient_accumulation_steps=gradient_accumulation_steps,
-            steps_per_generation=gradient_accumulation_steps,
-            **{"use_bias_correction_kl": use_bias_correction_kl, **over},
+            max_completion_length=max_completion_length, train_mode=train_mode, **settings,
         )
 
     rows: list[LossParityRow] = []
@@ -319,6 +345,8 @@ def run_loss_parity(model_path: str, loss_types=("grpo", "bnpo", "dr_grpo", "dap
                 kl_metric_diff=float("nan"), tolerance=tolerance,
                 passed=not (_within(d, loss_trl, tolerance) and _within(maxd, gmax, tolerance)), notes=desc,
             ))
+    accumulation = accumulation_parity(trainer, model, inputs, loss_types, cfg_for, seed, tolerance) \
+        if train_mode and gradient_accumulation_steps == 1 else []
     model.zero_grad(set_to_none=True)
     m = inputs["completion_mask"]
     batch = {
@@ -327,7 +355,37 @@ def run_loss_parity(model_path: str, loss_types=("grpo", "bnpo", "dr_grpo", "dap
         "gradient_accumulation_steps": gradient_accumulation_steps, "clip_fractions(low,high)": clip,
         "torch": torch.__version__, "trl": __import__("trl").__version__,
     }
-    return LossParityResult(rows=rows, batch=batch, seconds=time.perf_counter() - t0)
+    return LossParityResult(rows=rows, batch=batch, seconds=time.perf_counter() - t0, accumulation=accumulation)
+
+
+def accumulation_parity(trainer, model, inputs, loss_types, cfg_for, seed, tolerance) -> list[AccumulationRow]:  # noqa: ANN001
+    """The same batch as 1, 2 and 4 accumulated micro-batches: the gradients must agree (trl#2617)."""
+    import torch
+
+    rows = []
+    batch_rows = inputs["completion_mask"].size(0)
+    for lt in loss_types:
+        configure_trainer(trainer, cfg_for(lt, 0.0))
+        _, whole, _ = _run_trl(trainer, model, inputs, seed)
+        for steps in ACCUMULATION_STEPS:
+            if batch_rows % steps:
+                continue
+            configure_trainer(trainer, cfg_for(lt, 0.0, gradient_accumulation_steps=steps, steps_per_generation=steps))
+            trainer.args.gradient_accumulation_steps = trainer.current_gradient_accumulation_steps = steps
+            trainer.args.steps_per_generation = steps
+            model.zero_grad(set_to_none=True)
+            size = batch_rows // steps
+            for start in range(0, batch_rows, size):
+                micro = {k: (v[start:start + size] if torch.is_tensor(v) and v.dim() and v.size(0) == batch_rows else v)
+                         for k, v in inputs.items() if k != "rewards"}
+                torch.manual_seed(seed)
+                trainer._compute_loss(model, micro).backward()
+            maxd, _, _, _, gmax = _grad_stats(whole, _grads(model))
+            expected = lt not in PER_MICRO_BATCH
+            rows.append(AccumulationRow(lt, steps, maxd, gmax, expected, _within(maxd, gmax, tolerance)))
+        trainer.args.gradient_accumulation_steps = trainer.current_gradient_accumulation_steps = 1
+        trainer.args.steps_per_generation = 1
+    return rows
 
 
 # --------------------------------------------------------------------------------------------------
@@ -367,9 +425,16 @@ def to_markdown(result: LossParityResult) -> str:
             (_fmt(d[c]) if isinstance(d[c], float) and c != "beta" else str(d[c])) for c in cols) + " |")
     lines.append("")
     lines.append(f"Batch: {result.batch}")
+    if result.accumulation:
+        lines += ["", "Gradient accumulation (the same batch as micro-batches, vs one pass):", "",
+                  "| loss_type | micro-batches | max abs grad diff | max abs grad | must agree | agrees |", "|---|---|---|---|---|---|"]
+        for a in result.accumulation:
+            lines.append(f"| {a.loss_type} | {a.steps} | {_fmt(a.grad_max_abs_diff)} | {_fmt(a.grad_max_abs)} | "
+                         f"{'yes' if a.expected_equal else 'no (per micro-batch)'} | {a.passed} |")
     return "\n".join(lines)
 
 
 def to_json(result: LossParityResult) -> dict:
     return {"rows": [asdict(r) for r in result.rows], "batch": result.batch, "seconds": result.seconds,
-            "passed": result.passed, "metrics": result.metrics()}
+            "passed": result.passed, "metrics": result.metrics(),
+            "accumulation": [asdict(a) for a in result.accumulation]}

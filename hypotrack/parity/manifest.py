@@ -13,6 +13,8 @@ LOSS_METRICS = [
     "parity/loss/n_cases",
     "parity/loss/seconds",
     "parity/loss/kl_metric_abs_diff",  # |TRL's logged `kl` - reference mean KL| (only when some beta != 0)
+    "parity/loss/accumulation/grad_max_abs_diff",  # the same batch as 2 and 4 accumulated micro-batches vs one pass
+    "parity/loss/accumulation/passed",  # 1 when they agree for every loss type not normalised per micro-batch
     *[f"parity/loss/{lt}/{m}" for lt in LOSS_TYPES for m in ("max_abs_diff", "grad_max_abs_diff")],
     *[f"parity/loss/variant/{v}/{m}" for v in LOSS_VARIANTS
       for m in ("loss_rel_diff", "grad_norm_ratio", "grad_cosine")],
