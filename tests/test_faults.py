@@ -9,8 +9,11 @@ from hypotrack.errors import HypotrackError
 from hypotrack.toy.faults import FAULTS, _jitter, apply_config, build_faults
 
 
-def test_every_seed_hypothesis_has_a_fault() -> None:
-    assert sorted(h for h, _ in FAULTS.values()) == ["h01", "h02", "h03", "h04", "h05", "h06"]
+def test_every_diagnosed_hypothesis_has_exactly_one_fault() -> None:
+    imitated = sorted(h for h, _ in FAULTS.values())
+    assert imitated == ["h01", "h02", "h03", "h04", "h05", "h06", *(f"h{n}" for n in range(11, 18))]
+    upstream = [name for name, (h, what) in FAULTS.items() if h >= "h11"]
+    assert all("#" in FAULTS[name][1] for name in upstream)  # each new fault names the thread it copies
 
 
 def test_prompt_in_loss_hands_the_prompt_back_as_completion_tokens() -> None:
@@ -69,9 +72,41 @@ def test_config_faults_and_unknown_names() -> None:
     arm = {"data": {"max_prompt_length": None}, "grpo": {"beta": 0.0}, "rewards": ["m:task", "m:style"],
            "reward_weights": [1.0, 0.1], "task_reward_index": 0}
     apply_config("truncate_answer", arm)
-    apply_config("kl_wrong_sign", arm)  # flips the sign of the experiment's own beta; it sets none
+    apply_config("kl_wrong_sign", arm)  # a run without a KL term gets one to put the wrong sign on
     apply_config("noisy_reward_component", arm)
-    assert arm["data"]["max_prompt_length"] == 96 and arm["grpo"]["beta"] == 0.0
+    assert arm["data"]["max_prompt_length"] == 96 and arm["grpo"]["beta"] == 0.04
+    own = {"data": {}, "grpo": {"beta": 0.5}, "rewards": ["m:task"], "reward_weights": None, "task_reward_index": 0}
+    apply_config("kl_wrong_sign", own)
+    assert own["grpo"]["beta"] == 0.5  # the experiment's own KL term is the one whose sign the trainer flips
     assert arm["reward_weights"] == [1.0, 1.0]  # the noise weighs as much as the task reward
     with pytest.raises(HypotrackError, match="unknown planted fault"):
         build_faults(["no_such_bug"])
+
+
+def test_biased_judge_pays_for_even_answers_right_or_wrong() -> None:
+    class Trainer:
+        task_reward_index = 0
+
+    rewards = torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
+    judged = build_faults(["biased_judge"]).rewards(Trainer(), rewards, [], ["23", "24", "x", "40"])
+    assert judged[:, 1].tolist() == [0.0, 1.0, 0.0, 1.0] and torch.equal(judged[:, 0], rewards[:, 0])
+    arm = {"data": {}, "grpo": {}, "rewards": ["m:task", "m:judge"], "reward_weights": [1.0, 0.1],
+           "task_reward_index": 0}
+    apply_config("biased_judge", arm)
+    assert arm["reward_weights"] == [1.0, 2.0]  # the judge weighs twice the task reward
+
+
+def test_reward_never_matches_breaks_the_function_for_training_and_evaluation_alike() -> None:
+    calls = []
+
+    def exact(completions, **kwargs):
+        calls.append(len(completions))
+        return [1.0 for _ in completions]
+
+    def style(completions, **kwargs):
+        return [0.5 for _ in completions]
+
+    functions = build_faults(["reward_never_matches"]).reward_functions([style, exact], task_index=1)
+    assert functions[0] is style and functions[1].__name__ == "exact"
+    assert functions[1](completions=["19", "20"]) == [0.0, 0.0] and calls == [2]  # the user's code still ran
+    assert build_faults(["tiny_std_rewards"]).reward_functions([style, exact], 1) == [style, exact]

@@ -66,6 +66,26 @@ def test_frozen_adapter_is_flagged_and_norms_move():
     assert out["zero_b_share"] == pytest.approx(0.25) and out["b_norm_min"] == 0.0 and out["delta_norm_min"] == 0.0
     assert out["b_norm_mean"] > 0 and out["delta_norm_mean"] > 0 and out["step_change_mean"] > 0
     assert out["ref_equals_base"] == 1.0 and out["ref_available"] == 1.0
+    assert out["untrainable_adapter_share"] == pytest.approx(0.25)  # requires_grad off: it can never move
+    h.close()
+
+
+def test_adapter_left_out_of_the_optimizer_is_untrainable():
+    """An adapter the optimizer never received is stuck by wiring, not by zero advantages."""
+    from types import SimpleNamespace
+
+    model = tiny_model()
+    left_out = {id(p) for n, p in model.named_parameters() if "layers.1.self_attn.v_proj.lora_" in n}
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad and id(p) not in left_out], lr=1e-2)
+    ctx = StepContext(step=0, model=model, ref_model=None, trainer=SimpleNamespace(optimizer=opt))
+    h = LoraSyncHook(every=1)
+    h.on_train_begin(ctx)
+    train_step(model, opt)
+    out = h.on_step_end(ctx)
+    assert out["untrainable_adapter_share"] == pytest.approx(0.25)
+    healthy = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
+    assert h.on_step_end(StepContext(step=1, model=model, ref_model=None,
+                                     trainer=SimpleNamespace(optimizer=healthy)))["untrainable_adapter_share"] == 0.0
     h.close()
 
 

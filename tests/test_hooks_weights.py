@@ -45,3 +45,28 @@ def test_every_n_steps():
     h.on_train_begin(ctx)
     reported = [bool(h.on_step_end(ctx)) for _ in range(6)]
     assert reported == [True, False, False, True, False, False]
+
+
+def test_step_change_and_clipped_steps():
+    """The second step moves the weights by its own update only; a gradient above max_grad_norm counts as clipped."""
+    from types import SimpleNamespace
+
+    model = tiny_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    ctx = StepContext(step=0, model=model, ref_model=None, trainer=SimpleNamespace(args=SimpleNamespace(max_grad_norm=1e-6)))
+    h = WeightsHook(every=1)
+    h.on_train_begin(ctx)
+    ids = torch.randint(0, 64, (2, 8))
+    rel = []
+    for _ in range(2):
+        before = [p.detach().clone() for p in model.parameters()]
+        model(input_ids=ids, labels=ids).loss.backward()
+        opt.step()
+        opt.zero_grad()
+        out = h.on_step_end(ctx)
+        moved = torch.sqrt(sum((p.detach() - b).norm() ** 2 for p, b in zip(model.parameters(), before)))
+        rel.append(moved.item() / torch.sqrt(sum(b.norm() ** 2 for b in before)).item())
+        assert out["step_delta_rel"] == pytest.approx(rel[-1], rel=1e-4)
+        assert out["grad_clipped"] == 1.0
+    assert out["delta_rel"] > out["step_delta_rel"]  # two steps since the start, one since the last report
+    h.close()

@@ -121,6 +121,10 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
     out.print(Panel(header, expand=False))
     out.print("[bold]Criteria[/]")
     out.print(yaml.safe_dump(hyp.criteria.model_dump(mode="json", exclude_defaults=True), sort_keys=False))
+    if hyp.expected_readings:
+        out.print("[bold]Readings that are expected, not this bug[/]")
+        for reading in hyp.expected_readings:
+            out.print(f"  - {escape(' '.join(reading.split()))}")
     if triaged:
         _print_triage(out, triaged)
     table = Table(title="History", title_justify="left")

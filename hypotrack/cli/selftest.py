@@ -12,7 +12,6 @@ import click
 
 from hypotrack.cli.context import Context, console, pass_ctx
 
-DEFAULT_HYPOTHESES = ("h01", "h02", "h03", "h04", "h05", "h06")
 
 
 def _names(value: str | None, known: list[str], what: str) -> list[str] | None:
@@ -27,16 +26,18 @@ def _names(value: str | None, known: list[str], what: str) -> list[str] | None:
 
 @click.command()
 @click.option("--faults", help="Comma-separated planted faults [all]; 'clean' is the unfaulted row.")
-@click.option("--hypotheses", "hypothesis_ids", help="Comma-separated hypothesis ids [h01..h06].")
+@click.option("--hypotheses", "hypothesis_ids", help="Comma-separated hypothesis ids [those a fault imitates].")
 @click.option("--seeds", type=click.IntRange(1, 16), default=1, show_default=True, help="Seeds per cell.")
 @click.option("--max-steps", type=click.IntRange(1), help="Training steps per arm [each experiment's own].")
+@click.option("--compact", is_flag=True,
+              help="Train each row only as long as its fault's signature needs to show (3 steps for most).")
 @click.option("--parallel", type=click.IntRange(1), help="Workers at once [number of CPU cores].")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where the selftest's registry, MLflow store and runs go [a new temporary folder].")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @pass_ctx
 def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds: int, max_steps: int | None,
-             parallel: int | None, output_dir: Path | None, as_json: bool) -> None:
+             compact: bool, parallel: int | None, output_dir: Path | None, as_json: bool) -> None:
     """Run every hypothesis against every planted fault and a clean run; print the confusion matrix.
 
     Each planted fault should validate its own hypothesis and no other, and the clean
@@ -46,8 +47,11 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
     \b
     Example:
         hypotrack selftest
+        hypotrack selftest --compact
         hypotrack selftest --faults clean,lora_not_synced --hypotheses h06 --max-steps 10
     """
+    if compact and max_steps:
+        raise click.UsageError("--compact chooses each row's steps; leave out --max-steps, or leave out --compact")
     from hypotrack.registry import open_registry
     from hypotrack.run.lifecycle import default_parallel
     from hypotrack.run.selftest import CLEAN, fault_rows, run_selftest
@@ -56,8 +60,9 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
 
     library = ctx.library()
     rows = _names(faults, [CLEAN, *FAULTS], "fault") or [CLEAN, *FAULTS]
-    hypotheses = _names(hypothesis_ids, sorted(library.hypotheses), "hypothesis") or [
-        h for h in DEFAULT_HYPOTHESES if h in library.hypotheses]
+    # by default, the hypotheses some planted fault imitates
+    hypotheses = _names(hypothesis_ids, sorted(library.hypotheses), "hypothesis") or sorted(
+        {h for h, _ in FAULTS.values() if h in library.hypotheses})
     root = output_dir or Path(tempfile.mkdtemp(prefix=f"hypotrack-selftest-{time.strftime('%Y%m%d-%H%M%S')}-"))
     root.mkdir(parents=True, exist_ok=True)
     registry = open_registry(f"sqlite:///{(root / 'selftest.db').resolve()}")
@@ -76,7 +81,7 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
                                   f"reward {arm.reward if arm.reward is None else round(arm.reward, 3)} "
                                   f"({arm.elapsed:.0f}s) {arm.error[:80] if arm.status != 'finished' else ''}")
 
-    result = run_selftest(library, registry, tracker, root, fault_rows(rows), hypotheses, list(range(seeds)), max_steps,
+    result = run_selftest(library, registry, tracker, root, fault_rows(rows, compact), hypotheses, list(range(seeds)), max_steps,
                           parallel or default_parallel(8), progress)
     if as_json:
         click.echo(json.dumps(result.as_json(), indent=2))

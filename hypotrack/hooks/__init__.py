@@ -17,6 +17,11 @@ _CLASSES = {
     "reward_signal": ("hypotrack.hooks.reward_signal", "RewardSignalHook"),
     "lora_sync": ("hypotrack.hooks.lora_sync", "LoraSyncHook"),
     "weights": ("hypotrack.hooks.weights", "WeightsHook"),
+    "zero_variance": ("hypotrack.hooks.zero_variance", "ZeroVarianceHook"),
+    "completion_length": ("hypotrack.hooks.completion_length", "CompletionLengthHook"),
+    "reward_check": ("hypotrack.hooks.reward_check", "RewardCheckHook"),
+    "sampling_parity": ("hypotrack.hooks.sampling_parity", "SamplingParityHook"),
+    "diversity": ("hypotrack.hooks.diversity", "DiversityHook"),
 }
 ALL_HOOKS: tuple[str, ...] = tuple(_CLASSES)
 

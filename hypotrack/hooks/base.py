@@ -63,6 +63,12 @@ class RolloutBatch:
     # Extra masks the toy lab knows about (for planted faults): e.g. "environment_mask" (B, C),
     # 1 = token that was environment output in a multi-turn completion.
     extra_masks: dict[str, "torch.Tensor"] = field(default_factory=dict)
+    # The run's reward functions (TRL's signature, in the order of rewards_per_func's columns), the
+    # prompts as the dataset gave them (text or conversation), and the column holding each row's
+    # reference answer (the experiment's data.reference_column), for checks that score known answers.
+    reward_funcs: list[Any] = field(default_factory=list)
+    prompts: list[Any] = field(default_factory=list)
+    reference_column: str | None = None
 
 
 @dataclass
@@ -80,6 +86,7 @@ class LossParts:
     prompt_ids: "torch.Tensor | None" = None
     prompt_mask: "torch.Tensor | None" = None
     completion_ids: "torch.Tensor | None" = None
+    entropies: "torch.Tensor | None" = None  # (B, C) the policy's per-token entropy, when TRL computed it
 
 
 @dataclass

@@ -4,7 +4,10 @@ Adapters (every `every` steps, LoRA only): per LoRA module and adapter, ||A||, |
 update ||scale * B @ A|| (computed as sqrt(trace((B^T B)(A A^T))), no d x d product); aggregated as
 mean/min; `frozen_adapter_share` = share of adapters whose A and B are both bit-identical to train begin;
 `zero_b_share` = share whose B is all zeros (the adapter has no effect at all); `step_change_mean` =
-mean ||A - A_prev|| + ||B - B_prev|| since the previous report.
+mean ||A - A_prev|| + ||B - B_prev|| since the previous report; `untrainable_adapter_share` = share of
+adapters whose A or B does not require grad or is in none of the optimizer's parameter groups (the
+adapters can never move, whatever the advantages say: a wiring bug, unlike adapters that stay put
+because every advantage is zero).
 
 `ref_equals_base` (every `every` steps): 1.0 when the weights the reference forward uses still equal the
 base weights at train begin (per-tensor sums, exact): under LoRA with ref_model None the reference is
@@ -39,7 +42,7 @@ from hypotrack.hooks.base import DiagnosticHook, RolloutBatch, StepContext
 
 ADAPTER_KEYS = (
     "adapter_count", "a_norm_mean", "b_norm_mean", "b_norm_min", "delta_norm_mean", "delta_norm_min",
-    "frozen_adapter_share", "zero_b_share", "step_change_mean",
+    "frozen_adapter_share", "zero_b_share", "step_change_mean", "untrainable_adapter_share",
 )
 
 
@@ -90,6 +93,19 @@ class LoraSyncHook(DiagnosticHook):
         for key, layer, ad in cached[1]:
             scale = float(layer.scaling.get(ad, 1.0)) if hasattr(layer, "scaling") else 1.0
             yield key, layer.lora_A[ad].weight, layer.lora_B[ad].weight, scale, layer, ad
+
+    def _untrainable_share(self, ctx: StepContext) -> float:
+        optimizer = getattr(ctx.trainer, "optimizer", None)
+        optimized = None
+        if optimizer is not None and getattr(optimizer, "param_groups", None):
+            optimized = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        adapters = [(A, B) for _, A, B, *_ in self._adapters()]
+        if not adapters:
+            return 0.0
+        stuck = sum(not (A.requires_grad and B.requires_grad) or
+                    (optimized is not None and not (id(A) in optimized and id(B) in optimized))
+                    for A, B in adapters)
+        return stuck / len(adapters)
 
     @staticmethod
     def _active(layer, ad) -> bool:
@@ -385,6 +401,7 @@ class LoraSyncHook(DiagnosticHook):
             delta_norm_mean=mean(dn),
             delta_norm_min=min(dn) if dn else 0.0,
             frozen_adapter_share=(n - sum(moved)) / n if n else 0.0,
+            untrainable_adapter_share=self._untrainable_share(ctx),
             zero_b_share=sum(zero_b) / n if n else 0.0,
             step_change_mean=mean(change),
         )

@@ -38,12 +38,12 @@ HOOK_METRICS: dict[str, list[str]] = {
         "corr/{a}__{b}",
         "zero_std_group_share", "errors",
         "task/mean", "task/std", "aux/count", "aux/std_max", "aux/task_corr_min", "aux/task_alignment",
-        "aux/untracked_share",
+        "aux/untracked_share", "aux/reward_share", "aux/mean",
     ],
     "lora_sync": [
         "lora_enabled",
         "adapter_count", "a_norm_mean", "b_norm_mean", "b_norm_min", "delta_norm_mean", "delta_norm_min",
-        "frozen_adapter_share", "zero_b_share", "step_change_mean",
+        "frozen_adapter_share", "zero_b_share", "step_change_mean", "untrainable_adapter_share",
         "ref_equals_base", "ref_available",
         "gen_captured", "gen_adapter_active_share", "gen_checksum_rel_diff", "gen_token_match_share",
         "logp_gap_mean", "logp_gap_max", "logp_gap_source",
@@ -52,8 +52,16 @@ HOOK_METRICS: dict[str, list[str]] = {
         "grad_norm_total", "grad_norm_max_layer", "grad_norm_layer_first", "grad_norm_layer_last",
         "grad_norm_embed", "grad_zero_share",
         "delta_norm", "delta_rel", "delta_rel_max_layer", "delta_rel_layer_first", "delta_rel_layer_last",
-        "delta_rel_embed",
+        "delta_rel_embed", "step_delta_rel", "grad_clipped",
     ],
+    "zero_variance": ["tied_share", "tied_distinct_share", "zero_advantage_share", "reward_constant"],
+    "completion_length": ["clipped_share", "length_mean", "terminated_task_reward", "clipped_task_reward",
+                          "clipped_reward_gap"],
+    "reward_check": ["reference_beats_wrong_share", "reference_reward_mean", "wrong_reward_mean", "checked_rows"],
+    "sampling_parity": ["transform_gap_mean", "transform_gap_max", "gap_without_temperature",
+                        "gap_without_repetition_penalty", "gap_without_top_k_top_p", "closing_transform",
+                        "sampling_temperature", "scoring_temperature"],
+    "diversity": ["entropy", "entropy_ratio", "identical_group_share", "distinct_share"],
 }
 
 HOOK_DESCRIPTIONS: dict[str, str] = {
@@ -65,6 +73,12 @@ HOOK_DESCRIPTIONS: dict[str, str] = {
                      "task reward does not explain), per function mean/std/errors, correlations, histograms",
     "lora_sync": "h06: LoRA adapter norms and movement, reference == base, generator vs trainer weights and logprob gap",
     "weights": "any: per-layer gradient norms and weight change since train begin",
+    "zero_variance": "h11: groups whose completions all get the same reward though they differ, zero advantages",
+    "completion_length": "h12: completions cut at max_completion_length and the task reward they lose",
+    "reward_check": "h13: the task reward of each row's reference answer against a wrong answer in the same format",
+    "sampling_parity": "h14: logprob gap between the sampling transforms and the scoring one, and which transform "
+                       "closes it",
+    "diversity": "h15: policy entropy against the run's start, identical and distinct completions per group",
 }
 
 # Settings each hook accepts: name -> type (None defaults are allowed for every setting whose default is None).
@@ -77,6 +91,11 @@ HOOK_SETTINGS: dict[str, dict[str, type]] = {
     "reward_signal": {"reservoir_size": int},
     "lora_sync": {"every": int, "sample_rows": int, "temperature": float},
     "weights": {"every": int, "snapshot_device": str},
+    "zero_variance": {},
+    "completion_length": {},
+    "reward_check": {"every": int, "rows": int},
+    "sampling_parity": {"every": int},
+    "diversity": {},
 }
 
 # Their defaults (the values the hook constructors use).
@@ -89,4 +108,9 @@ HOOK_SETTING_DEFAULTS: dict[str, dict[str, object]] = {
     "reward_signal": {"reservoir_size": 2000},
     "lora_sync": {"every": 10, "sample_rows": 8, "temperature": None},
     "weights": {"every": 1, "snapshot_device": 'cpu'},
+    "zero_variance": {},
+    "completion_length": {},
+    "reward_check": {"every": 10, "rows": 16},
+    "sampling_parity": {"every": 10},
+    "diversity": {},
 }

@@ -10,15 +10,19 @@ mean the same whatever the user's functions are called:
 - `aux/task_corr_min`: the lowest Pearson correlation of an auxiliary function with the task reward
   across the batch (emitted only when there are auxiliary functions).
 - `aux/task_alignment`: the correlation, pooled over groups, between the group-centred combined reward
-  (what the advantages are built from) and the group-centred task reward. GRPO learns from within-group
-  differences, so this says whether the advantages point where the task reward does: 1 with one reward
-  function or auxiliaries that agree with the task, lower when an auxiliary reward that ignores the task
-  (noise, a flaky judge) drives the differences, negative when one contradicts it (a penalty with the
-  wrong sign), 0 when the auxiliaries cancel the task's differences or make all of them. Scale-free: it
-  reads the same for 0/1 verifiers and for reward models with any range. 1 when no group has any
-  difference at all (nothing for an auxiliary to spoil).
+  (what the advantages are built from) and the group-centred task reward, over the groups where the task
+  reward differs. GRPO learns from within-group differences, so this says whether the advantages point
+  where the task reward does: 1 with one reward function or auxiliaries that agree with the task, lower
+  when an auxiliary reward that ignores the task (noise, a flaky judge) drives the differences, negative
+  when one contradicts it (a penalty with the wrong sign), 0 when the auxiliaries cancel the task's
+  differences. Scale-free: it reads the same for 0/1 verifiers and for reward models with any range. 1
+  when the task reward is tied in every group (nothing for an auxiliary reward to spoil: a task reward
+  that stopped varying is h11's or h16's).
 - `aux/untracked_share`: 1 - R^2 of the same regression: the share of the within-group differences the
   task reward does not explain.
+- `aux/reward_share`: the auxiliary rewards' part of the combined reward, |w * mean| of each function
+  summed; `aux/mean`: the weighted auxiliary rewards themselves. Both rising while the task reward falls
+  is reward hacking (h17).
 
 Per function f: `{func}/mean`, `{func}/std` (Bessel, like TRL), `{func}/nan_share`, `{func}/errors` (calls
 that raised, from batch.reward_errors); `corr/{a}__{b}`: Pearson correlation across the batch on rows where
@@ -39,7 +43,8 @@ from hypotrack.hooks.base import DiagnosticHook, RolloutBatch
 
 
 def task_alignment(rewards: list[float], task: list[float], group_size: int) -> float:
-    """Correlation of the group-centred combined reward with the group-centred task reward, pooled over groups.
+    """Correlation of the group-centred combined reward with the group-centred task reward, pooled over the
+    groups where the task reward differs (only there can an auxiliary reward dilute or contradict it).
 
     Rows where either value is undefined (NaN) are left out; groups keep their own means.
     """
@@ -51,14 +56,16 @@ def task_alignment(rewards: list[float], task: list[float], group_size: int) -> 
             continue
         mean_r = sum(r for r, _ in pairs) / len(pairs)
         mean_t = sum(t for _, t in pairs) / len(pairs)
+        if all(abs(t - mean_t) <= 1e-12 for _, t in pairs):
+            continue  # the task reward is tied here: nothing for an auxiliary reward to spoil
         for r, t in pairs:
             srr += (r - mean_r) ** 2
             stt += (t - mean_t) ** 2
             srt += (r - mean_r) * (t - mean_t)
-    if srr <= 1e-12 and stt <= 1e-12:
-        return 1.0  # no differences at all: nothing for an auxiliary reward to spoil
-    if srr <= 1e-12 or stt <= 1e-12:
-        return 0.0  # the auxiliaries cancel the task's differences, or make all of them
+    if stt <= 1e-12:
+        return 1.0  # the task reward is tied in every group: nothing for an auxiliary reward to spoil
+    if srr <= 1e-12:
+        return 0.0  # the auxiliaries cancel the task's differences
     return max(-1.0, min(1.0, srt / (srr * stt) ** 0.5))
 
 
@@ -154,6 +161,11 @@ class RewardSignalHook(DiagnosticHook):
         if aux:
             out["aux/std_max"] = max(out[f"{names[j]}/std"] for j in aux)
             out["aux/task_corr_min"] = min(corrs[(j, task)] for j in aux)
+            weights = batch.reward_weights.detach().cpu().float().tolist()
+            sizes = [abs(weights[j] * out[f"{names[j]}/mean"]) for j in range(len(names))]
+            total = sum(sizes)
+            out["aux/reward_share"] = sum(sizes[j] for j in aux) / total if total > 0 else 0.0
+            out["aux/mean"] = sum(weights[j] * out[f"{names[j]}/mean"] for j in aux)
         G = int(batch.num_generations)
         n = (B // G) * G if G > 0 else 0
         if n and G > 1:

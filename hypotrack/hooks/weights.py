@@ -12,6 +12,10 @@ the accelerator; LoRA adapters are small, full fine-tuning doubles the trainable
 Every `every` steps: delta_norm = ||W - W0|| over all trainable tensors, delta_rel = delta_norm / ||W0||,
 and the same per layer (layers = numbered transformer blocks, plus "embed" and "other").
 
+Per step (h16, a learning rate too high): step_delta_rel = ||W_t - W_prev|| / ||W_prev|| against a second
+copy refreshed at each reported step (the same size as the first), and grad_clipped = 1 when the total
+gradient norm exceeded the trainer's max_grad_norm, so its mean is the share of steps clipping rescaled.
+
 Stable key set: totals, the max over layers, the first and last numbered layer, and embed.
 """
 from __future__ import annotations
@@ -39,6 +43,7 @@ class WeightsHook(DiagnosticHook):
         self._n_steps = 0
         # cached at train begin: trainable (name, param) pairs, their snapshots, layer of each, ||W0||^2 per layer
         self._tracked: list[tuple[str, Any, Any]] = []
+        self._prev: list[Any] = []  # the trainable tensors at the last reported step
         self._w2: dict[str, float] = {}
         self._pending: list[tuple[str, Any]] = []  # (name, param) whose grad arrived in the running backward
         self._flush_queued = False
@@ -72,6 +77,7 @@ class WeightsHook(DiagnosticHook):
                     v = v if math.isfinite(v) else 0.0
                     w2[self._layer[n]] = w2.get(self._layer[n], 0.0) + v * v
             self._w2 = w2
+            self._prev = [w.clone() for _, _, w in self._tracked]
         self._armed = True
         self._n_steps = 0
         return {}
@@ -116,6 +122,7 @@ class WeightsHook(DiagnosticHook):
             h.remove()
         self._handles, self._gnorm, self._w0 = [], {}, {}
         self._tracked, self._w2, self._pending, self._flush_queued = [], {}, [], False
+        self._prev = []
 
     @staticmethod
     def _layer_keys(per_layer: dict[str, float], prefix: str) -> dict[str, float]:
@@ -128,8 +135,8 @@ class WeightsHook(DiagnosticHook):
         }
         return out
 
-    def _delta_norms(self) -> list[float]:
-        """||W - W0|| per tracked tensor, batched: one foreach subtraction + norm per chunk and one read-back."""
+    def _delta_norms(self, reference: list[Any]) -> list[float]:
+        """||W - reference|| per tracked tensor, batched: one foreach subtraction + norm per chunk, one read-back."""
         import torch
 
         with torch.no_grad():
@@ -144,7 +151,7 @@ class WeightsHook(DiagnosticHook):
                     chunk_p.clear()
                     chunk_w.clear()
 
-            for _, p, w0 in self._tracked:
+            for (_, p, _), w0 in zip(self._tracked, reference):
                 pp = p.detach()
                 if pp.device != w0.device or pp.dtype != torch.float32:
                     pp = pp.to(w0.device, torch.float32)
@@ -199,7 +206,7 @@ class WeightsHook(DiagnosticHook):
         self._gnorm = {}
         # weight deltas (||W0|| per layer was computed at train begin)
         d2: dict[str, float] = {}
-        for (n, _, _), d in zip(self._tracked, self._delta_norms()):
+        for (n, _, _), d in zip(self._tracked, self._delta_norms([w for _, _, w in self._tracked])):
             d = d if math.isfinite(d) else 0.0
             lay = layer[n]
             d2[lay] = d2.get(lay, 0.0) + d * d
@@ -208,4 +215,21 @@ class WeightsHook(DiagnosticHook):
         out["delta_rel"] = out["delta_norm"] / (math.sqrt(sum(w2.values())) + 1e-12)
         rel = {k: math.sqrt(d2[k]) / (math.sqrt(w2[k]) + 1e-12) for k in d2}
         out.update(self._layer_keys(rel, "delta_rel"))
+        out.update(self._step_change(ctx, out["grad_norm_total"]))
+        return out
+
+    def _step_change(self, ctx: StepContext, grad_norm: float) -> dict[str, float]:
+        import math
+
+        import torch
+
+        steps = self._delta_norms(self._prev)
+        prev2 = torch.stack([w.float().norm() ** 2 for w in self._prev]).sum().item() if self._prev else 0.0
+        with torch.no_grad():
+            for (_, p, _), w in zip(self._tracked, self._prev):
+                w.copy_(p.detach())
+        out = {"step_delta_rel": math.sqrt(sum(d * d for d in steps if math.isfinite(d))) / (math.sqrt(prev2) + 1e-12)}
+        max_norm = getattr(getattr(ctx.trainer, "args", None), "max_grad_norm", None)
+        if max_norm and max_norm > 0 and math.isfinite(grad_norm):
+            out["grad_clipped"] = float(grad_norm > max_norm)
         return out

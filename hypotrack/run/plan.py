@@ -23,7 +23,11 @@ from hypotrack.spec.run_settings import SETTINGS_BY_NAME, SETUP_SETTINGS, TREATM
 from hypotrack.spec.settings_check import check_setting
 from hypotrack.spec.vocabulary import SCALE_REWARDS
 
-DEFAULT_LEARNING_RATE = 1e-6  # GRPOConfig's default when the experiment does not set one (trl 1.16)
+# GRPOConfig's defaults (trl 1.16) for the values a factor multiplies when the experiment does not set them.
+DEFAULTS = {"learning_rate": 1e-6, "num_generations": 8, "max_completion_length": 256,
+            "per_device_train_batch_size": 8}
+# Sampling exactly as TRL scores: log_softmax(logits / temperature) with nothing else.
+PLAIN_SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": None, "repetition_penalty": 1.0}
 
 
 def _land(arm: dict[str, Any], name: str, value: Any) -> None:
@@ -34,8 +38,17 @@ def _land(arm: dict[str, Any], name: str, value: Any) -> None:
         arm["data"] = {**data, **_data_from_flag(value)}
     elif name == "plant":
         arm["plant"] = sorted(set(arm["plant"]) | set(value))
-    elif name == "learning_rate_factor":
-        arm["grpo"]["learning_rate"] = arm["grpo"].get("learning_rate", DEFAULT_LEARNING_RATE) * value
+    elif name.endswith("_factor"):  # the control's value times the factor
+        key = setting.lands.split(".", 1)[1]
+        product = arm["grpo"].get(key, DEFAULTS.get(key)) * value
+        arm["grpo"][key] = product if key == "learning_rate" else max(1, round(product))  # counts stay integers
+        if name == "num_generations_factor":  # the batch grows with the groups: same prompts per step
+            batch = arm["grpo"].get("per_device_train_batch_size", DEFAULTS["per_device_train_batch_size"])
+            arm["grpo"]["per_device_train_batch_size"] = batch * value
+    elif name == "plain_sampling":
+        if value:
+            arm["grpo"].update(PLAIN_SAMPLING)
+            arm["grpo"].pop("generation_kwargs", None)
     elif name == "truncate_prompts":
         if value is False:
             arm["data"]["max_prompt_length"] = None

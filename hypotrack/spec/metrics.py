@@ -27,8 +27,9 @@ TRL_FUNC_METRICS = ["rewards/{func}/mean", "rewards/{func}/std"]
 # Logged by hypotrack's GRPO worker itself, whatever hooks are attached: reward-function errors, the
 # task reward by role (whatever the user's function is called) and the held-out evaluation before
 # (step 0) and after training (the last step).
-EVAL_METRICS = [f"eval/{what}/{decoding}" for what in ("task_reward", "reward")
-                for decoding in ("greedy", "sampled", "greedy_gain", "sampled_gain")]
+EVAL_METRICS = [*(f"eval/{what}/{decoding}" for what in ("task_reward", "reward")
+                  for decoding in ("greedy", "sampled", "greedy_gain", "sampled_gain")),
+                "eval/task_reward/greedy_rel_gain", "eval/task_reward/sampled_rel_gain"]
 HYPOTRACK_METRICS = ["reward_errors", "reward_errors/{func}", "task_reward", "task_reward_std", *EVAL_METRICS]
 
 

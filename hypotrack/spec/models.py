@@ -58,6 +58,10 @@ class DataSpec(_Strict):
         None, description="Instead of answer_span: a column whose text must still be in the kept prompt "
         "(e.g. the supporting paragraph or the answer string).",
     )
+    reference_column: str | None = Field(
+        None, description="The column holding each row's correct answer, written as a completion would be: "
+        "hypotrack scores it (and another row's answer) with the reward functions to check they work (h13).",
+    )
     eval_size: int = Field(
         64, **VALUE_BOUNDS["data.eval_size"].pydantic(),
         description="Held-out rows for the evaluation before and after training (never trained on); 0 turns "
@@ -282,6 +286,9 @@ class Hypothesis(_Strict):
         None, description="How this bug shows in the metrics a run already logged: signatures over TRL's keys that "
         "`hypotrack triage` weighs to rank the hypotheses before anything is trained (see spec/triage.py).")
     resources: Resources = Field(default_factory=Resources)
+    expected_readings: list[str] = Field(
+        default_factory=list, description="Readings that look like this bug but are expected behaviour (shown by "
+        "`hypotrack show`), e.g. a GRPO loss of 0 at beta 0.")
     links: list[str] = Field(default_factory=list)
     notes: str = ""
 

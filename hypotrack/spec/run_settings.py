@@ -59,6 +59,8 @@ VALUE_BOUNDS: dict[str, Bounds] = {
     "max_steps": Bounds(ge=1),
     "grpo.learning_rate": Bounds(gt=0),
     "grpo.learning_rate*": Bounds(gt=0),  # learning_rate_factor
+    "grpo.num_generations*": Bounds(ge=1),  # num_generations_factor
+    "grpo.max_completion_length*": Bounds(gt=0),  # max_completion_length_factor
     "grpo.beta": Bounds(ge=0),
     "grpo.per_device_train_batch_size": Bounds(ge=1),
     "grpo.num_generations": Bounds(ge=2),
@@ -150,6 +152,14 @@ RUN_SETTINGS: tuple[RunSetting, ...] = (
     RunSetting("learning_rate_factor", float, "grpo.learning_rate", "treatment",
                "Treatment arm: the control's learning rate times this factor (e.g. 0.1 for full fine-tuning "
                "where the run uses LoRA).", metavar="FACTOR"),
+    RunSetting("num_generations_factor", int, "grpo.num_generations", "treatment",
+               "Treatment arm: this many times more completions per prompt (the batch grows with them, so the "
+               "prompts per step stay the same).", metavar="FACTOR"),
+    RunSetting("max_completion_length_factor", float, "grpo.max_completion_length", "treatment",
+               "Treatment arm: the control's completion budget times this factor.", metavar="FACTOR"),
+    RunSetting("plain_sampling", bool, "grpo.temperature", "treatment",
+               "Treatment arm: sample as the loss scores (temperature 1, no top-k/top-p/min-p, no repetition "
+               "penalty, no generation_kwargs)."),
     RunSetting("scale_rewards", str, "grpo.scale_rewards", "treatment", "Treatment arm advantage scaling.",
                choices=SCALE_REWARDS),
     RunSetting("kl_beta", float, "grpo.beta", "treatment", "Treatment arm KL coefficient (GRPOConfig beta)."),

@@ -4,13 +4,16 @@ Each fault acts at the same seams the diagnostics observe (rewards, the rollout
 batch, the loss inputs, the trainer's configuration), so `hypotrack selftest`
 can show that each hypothesis catches its own bug and stays quiet otherwise.
 A fault is part of the setup being debugged: it applies to both arms, and a
-hypothesis's treatment is the fix that should make it harmless.
+hypothesis's treatment is the fix that should make it harmless. Where a fault copies
+a bug reported upstream, its description names the issue or pull request.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from .text import completion_text
 
 # name -> (hypothesis it imitates, what it does)
 FAULTS: dict[str, tuple[str, str]] = {
@@ -19,19 +22,50 @@ FAULTS: dict[str, tuple[str, str]] = {
     "prompt_in_loss": ("h02", "the rollout hands back the prompt tokens in front of the completion (the "
                               "return_full_text mistake), so the loss trains on the prompt"),
     "kl_wrong_sign": ("h03", "the KL term enters the loss with a negative coefficient, rewarding divergence "
-                             "from the reference"),
+                             "from the reference (the run gets a KL term of 0.04 if it has none)"),
     "truncate_answer": ("h04", "prompts are cut to a budget that drops the paragraph holding the answer"),
     "noisy_reward_component": ("h05", "an auxiliary reward component answers at random (a flaky judge: 0 or 1 "
                                       "by coin flip) and weighs as much as the task reward"),
     "lora_not_synced": ("h06", "generation runs with the LoRA adapters disabled, so rollouts never come from "
                                "the trained policy"),
+    "bimodal_difficulty": ("h11", "most prompts are all-or-nothing: every completion of them succeeds or every one "
+                                  "fails, whatever it says, so their groups carry no advantage (trl#3857, "
+                                  "unsloth#3485)"),
+    "completion_budget_too_short": ("h12", "max_completion_length is one token: answers are cut before they finish "
+                                           "and score 0 (trl#5697, trl#6263)"),
+    "reward_never_matches": ("h13", "the task reward's parser expects a format the model never writes, so every "
+                                    "completion, right or wrong, scores 0 (unsloth#1761, open-r1#235)"),
+    "sampling_temperature_not_scored": ("h14", "generation_kwargs samples at temperature 0.7 while the loss scores "
+                                               "the tokens at the configured 1.0 (trl#4159, trl PR #3029)"),
+    "low_sampling_temperature": ("h15", "training samples and scores at temperature 0.3 (an inference setting "
+                                        "copied into GRPOConfig): a group's completions come out identical and "
+                                        "exploration stops (verl#5953, trl#3320)"),
+    "learning_rate_too_high": ("h16", "the learning rate is 20 times the calibrated one: training wrecks a model "
+                                      "that was already partly right (hello-agents#770)"),
+    "biased_judge": ("h17", "an auxiliary judge has a spurious preference (1 for an even answer, right or wrong) "
+                            "and weighs twice the task reward: the policy learns to please it with even, wrong "
+                            "answers while the task reward falls (open-r1#255, open-instruct PR #659)"),
+}
+
+# Training steps after which a fault's signature is visible, for the compact selftest. Most faults show
+# from the first step (a batch's make-up, a loss term, a reward); these build up over training.
+SIGNATURE_STEPS: dict[str, int] = {
+    "low_sampling_temperature": 12,  # identical completions spread as the sharpened policy repeats itself
+    "learning_rate_too_high": 10,  # the held-out drop needs updates to accumulate
+    "biased_judge": 30,  # the policy has to learn the judge's preference before its trend shows
 }
 
 # Config-level parts, applied when the arms are resolved (before the hypothesis's own changes,
 # so a treatment such as --max-prompt-length still overrides them).
 CONFIG_CHANGES: dict[str, dict[str, Any]] = {
     "truncate_answer": {"data.max_prompt_length": 96, "data.truncation_side": "left"},
+    "completion_budget_too_short": {"grpo.max_completion_length": 1},
+    "sampling_temperature_not_scored": {"grpo.generation_kwargs": {"temperature": 0.7}},
+    "low_sampling_temperature": {"grpo.temperature": 0.3},
 }
+LEARNING_RATE_FACTOR = 20.0  # learning_rate_too_high
+KL_BETA = 0.04  # kl_wrong_sign on a run without a KL term: the usual GRPO recipes' coefficient
+AUXILIARY_WEIGHT = {"noisy_reward_component": 1.0, "biased_judge": 2.0}  # times the task's weight
 
 
 def apply_config(name: str, arm: dict[str, Any]) -> None:
@@ -39,10 +73,16 @@ def apply_config(name: str, arm: dict[str, Any]) -> None:
     for dotted, value in CONFIG_CHANGES.get(name, {}).items():
         section, key = dotted.split(".", 1)
         arm[section][key] = value
-    if name == "noisy_reward_component" and len(arm["rewards"]) > 1:
-        # The noise gets the task reward's weight: it weighs as much in the advantages as the task does.
+    if name == "kl_wrong_sign" and not arm["grpo"].get("beta"):
+        # the bug needs a KL term to put the wrong sign on: the toy lab's own runs have none
+        arm["grpo"]["beta"] = KL_BETA
+    if name == "learning_rate_too_high":
+        arm["grpo"]["learning_rate"] = arm["grpo"].get("learning_rate", 1e-6) * LEARNING_RATE_FACTOR
+    if name in AUXILIARY_WEIGHT and len(arm["rewards"]) > 1:
+        # The planted auxiliary reward weighs this many times the task reward.
         weights = arm["reward_weights"] or [1.0] * len(arm["rewards"])
-        arm["reward_weights"] = [weights[arm["task_reward_index"]]] * len(weights)
+        arm["reward_weights"] = [weights[arm["task_reward_index"]] * AUXILIARY_WEIGHT[name]] * len(weights)
+        arm["reward_weights"][arm["task_reward_index"]] = weights[arm["task_reward_index"]]
 
 
 def _jitter(count: int, step: int, seed: int):
@@ -66,6 +106,13 @@ class Faults:
         if "prompt_in_loss" in self.names:
             _return_prompt_with_completion(trainer)
 
+    def reward_functions(self, functions: list[Any], task_index: int) -> list[Any]:
+        """The experiment's reward functions as the faults leave them (training and evaluation alike)."""
+        functions = list(functions)
+        if "reward_never_matches" in self.names:
+            functions[task_index] = _never_matches(functions[task_index])
+        return functions
+
     def rewards(self, trainer, rewards_per_func, inputs, completions):  # noqa: ANN001
         import torch
 
@@ -81,8 +128,49 @@ class Faults:
             noise = (torch.rand(rewards_per_func.shape[0], generator=generator) < 0.5).float()
             aux = 1 if trainer.task_reward_index == 0 else 0
             rewards_per_func[:, aux] = noise.to(rewards_per_func.device)
+        if "bimodal_difficulty" in self.names:
+            rewards_per_func = _all_or_nothing(rewards_per_func.clone(), trainer, inputs)
+        if "biased_judge" in self.names and rewards_per_func.shape[1] > 1:
+            rewards_per_func = rewards_per_func.clone()
+            aux = 1 if trainer.task_reward_index == 0 else 0
+            # a near miss of an odd answer is even: the judge's preference varies within most groups
+            even = [1.0 if _leading_number(completion_text(c)) % 2 == 0 else 0.0 for c in completions]
+            rewards_per_func[:, aux] = torch.tensor(even, dtype=rewards_per_func.dtype).to(rewards_per_func.device)
         return rewards_per_func
 
+
+
+def _leading_number(text: str) -> int:
+    digits = ""
+    for char in text.strip():
+        if not char.isdigit():
+            break
+        digits += char
+    return int(digits) if digits else -1
+
+
+def _never_matches(original: Callable[..., list[float]]) -> Callable[..., list[float]]:
+    """The task reward with a parser that never matches: 0 for every completion."""
+
+    def never_matches(*args: Any, **kwargs: Any) -> list[float]:
+        original(*args, **kwargs)  # the real function still runs (and can still raise); its verdict is lost
+        return [0.0] * len(kwargs.get("completions", args[0] if args else []))
+
+    never_matches.__name__ = getattr(original, "__name__", "task_reward")
+    return never_matches
+
+
+def _all_or_nothing(rewards_per_func, trainer, inputs):  # noqa: ANN001
+    """90% of prompts (by a hash of the prompt) become all-or-nothing: the task reward of every completion of
+    such a prompt is 1 for half of them and 0 for the others, whatever the completion says."""
+    import zlib
+
+    task = trainer.task_reward_index
+    for row, item in enumerate(inputs):
+        code = zlib.crc32(str(item.get("prompt")).encode())
+        if code % 10:
+            rewards_per_func[row, task] = float(code % 2)
+    return rewards_per_func
 
 
 def _return_prompt_with_completion(trainer) -> None:  # noqa: ANN001

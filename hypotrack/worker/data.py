@@ -93,11 +93,13 @@ def prepare_prompts(dataset, tokenizer, data: dict[str, Any]):
             dataset = dataset.remove_columns("prompt")
         dataset = dataset.rename_column(column, "prompt")
     span, text_column = data.get("answer_span"), data.get("answer_text_column")
-    for name in [*(span or []), *([text_column] if text_column else [])]:
-        if name not in dataset.column_names:
-            declared = "data.answer_span" if span else "data.answer_text_column"
-            raise HypotrackError(f"{declared} names the column {name!r}, which the dataset does not have "
-                                 f"(columns: {', '.join(dataset.column_names)})")
+    declared = {"data.answer_span": span or [], "data.answer_text_column": [text_column] if text_column else [],
+                "data.reference_column": [data["reference_column"]] if data.get("reference_column") else []}
+    for key, names in declared.items():
+        for name in names:
+            if name not in dataset.column_names:
+                raise HypotrackError(f"{key} names the column {name!r}, which the dataset does not have "
+                                     f"(columns: {', '.join(dataset.column_names)})")
     if not isinstance(dataset[0]["prompt"], str):
         return dataset  # conversational prompts: TRL applies the chat template; no data-side truncation
     max_len = data.get("max_prompt_length")

@@ -53,8 +53,13 @@ def evaluate(model, tokenizer, setup: EvalSetup) -> dict[str, float]:  # noqa: A
 
 
 def gains(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    """after - before for each evaluation figure, as `<figure>_gain`."""
-    return {f"{key}_gain": after[key] - before[key] for key in after if key in before}
+    """after - before for each evaluation figure, as `<figure>_gain`, and for the task reward also relative to
+    where it started, as `<figure>_rel_gain` (-0.5: training lost half of what the model could do)."""
+    out = {f"{key}_gain": after[key] - before[key] for key in after if key in before}
+    for key in after:
+        if key.startswith("eval/task_reward/") and key in before and before[key]:
+            out[f"{key}_rel_gain"] = (after[key] - before[key]) / abs(before[key])
+    return out
 
 
 def _prompt_texts(tokenizer, prompts: list) -> list[str]:  # noqa: ANN001

@@ -73,23 +73,26 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
     reward_log = RewardErrorLog()
     rewards = [wrap_reward(import_object(path, spec.experiment_dir, "reward function"), reward_log)
                for path in spec.rewards]
+    faults = None
+    if spec.plant:
+        from hypotrack.toy.faults import build_faults
+
+        faults = build_faults(spec.plant)
+        # a fault in a reward function is in the user's function: the evaluation scores with it too
+        rewards = faults.reward_functions(rewards, spec.task_reward_index)
     args = build_config(spec, out_dir)
     evaluation = _evaluation(spec, args, heldout, tokenizer, rewards)
     before = evaluate(model, tokenizer, evaluation) if evaluation else {}
     if before:
         events.emit(Event.METRICS, step=0, max_steps=spec.max_steps, metrics=before)
     hooks = build_hooks(spec)
-    faults = None
-    if spec.plant:
-        from hypotrack.toy.faults import build_faults
-
-        faults = build_faults(spec.plant)
     task_name = rewards[spec.task_reward_index].__name__
     callback = TrainingCallback(events, hooks, spec.max_steps, task_name)
     trainer = HypotrackGRPOTrainer(
         model=model, reward_funcs=rewards, args=args, train_dataset=dataset, processing_class=tokenizer,
         peft_config=build_peft_config(spec), hooks=hooks, reward_errors=reward_log, faults=faults,
         callbacks=[callback], task_reward_index=spec.task_reward_index, repair_mask=spec.repair_mask,
+        reference_column=spec.data.get("reference_column"),
     )
     callback.trainer = trainer
     _quiet(trainer)

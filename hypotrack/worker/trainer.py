@@ -34,17 +34,19 @@ class HypotrackGRPOTrainer(GRPOTrainer):
     def __init__(self, *args: Any, hooks: list[DiagnosticHook] | None = None,
                  reward_errors: RewardErrorLog | None = None, faults: Any = None,
                  sample_every: int = 10, task_reward_index: int = 0, repair_mask: bool = False,
-                 **kwargs: Any) -> None:
+                 reference_column: str | None = None, **kwargs: Any) -> None:
         self.hypotrack_hooks = list(hooks or [])
         self.reward_errors = reward_errors or RewardErrorLog()
         self.faults = faults  # planted faults (toy lab self-test): reward seam here, the rest via attach()
         self.sample_every = max(1, sample_every)
         self.task_reward_index = task_reward_index
         self.repair_mask = repair_mask
+        self.reference_column = reference_column
         self.samples: list[dict[str, Any]] = []
         self._scored: dict[str, Any] = {}
         self._capture_logps = False
         self._captured_logps: torch.Tensor | None = None
+        self._captured_entropies: torch.Tensor | None = None
         super().__init__(*args, **kwargs)
 
     # ----------------------------------------------------------------- rollouts
@@ -120,6 +122,8 @@ class HypotrackGRPOTrainer(GRPOTrainer):
             tool_mask=output.get("tool_mask"), columns=columns, reward_errors=errors,
             tokenizer=self.processing_class,
             extra_masks={key[len("hypotrack_"):]: value for key, value in extra.items()},
+            reward_funcs=list(self.reward_funcs), prompts=list(scored["prompts"]),
+            reference_column=self.reference_column,
         )
 
     def _keep_samples(self, step: int, scored: dict[str, Any], output: dict[str, Any]) -> None:
@@ -139,6 +143,7 @@ class HypotrackGRPOTrainer(GRPOTrainer):
         result = super()._get_per_token_logps_and_entropies(*args, **kwargs)
         if self._capture_logps:
             self._captured_logps = result[0].detach()
+            self._captured_entropies = result[1].detach() if result[1] is not None else None
             self._capture_logps = False
         return result
 
@@ -157,9 +162,9 @@ class HypotrackGRPOTrainer(GRPOTrainer):
                 ref_per_token_logps=inputs.get("ref_per_token_logps"), mask=mask, advantages=inputs["advantages"],
                 beta=float(self.beta), loss_type=str(self.loss_type), loss=float(loss.detach()),
                 prompt_ids=inputs["prompt_ids"], prompt_mask=inputs["prompt_mask"],
-                completion_ids=inputs["completion_ids"],
+                completion_ids=inputs["completion_ids"], entropies=self._captured_entropies,
             )
-            self._captured_logps = None
+            self._captured_logps = self._captured_entropies = None
             mode = "train" if self.model.training else "eval"
             for hook in self.hypotrack_hooks:
                 self._record(hook, hook.on_loss(parts, self.state.global_step), mode)

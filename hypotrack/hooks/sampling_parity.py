@@ -1,0 +1,181 @@
+"""h14 sampling and scoring disagree: the tokens are sampled from one distribution and trained as if
+from another.
+
+TRL samples completions with its generation settings (temperature, top_k, top_p, min_p,
+repetition_penalty, and whatever `generation_kwargs` overrides) and scores them, for the loss and the
+importance ratio, as log_softmax(logits / temperature) with none of the other transforms. When the two
+differ, every ratio and every KL estimate is off (trl#4159: temperature not applied when scoring;
+trl PR #3029; OpenPipe/ART PR #140: generation_config penalties).
+
+On the transformers generation path the hook taps the decoding forwards of one rollout in `every`
+(forward hooks on the language model, as hooks/lora_sync.py does) and keeps, for each sampled token,
+its raw logits. From the same logits it computes the token's logprob under the sampling transforms the
+generator used (read from the trainer's generation config) and under the scoring transform (the
+trainer's temperature alone), with transformers' own logits processors:
+
+- `transform_gap_mean`, `transform_gap_max`: |sampling - scoring| logprob per sampled token: the part of
+  a sampling/scoring mismatch that comes from the transforms (0 when they agree, whatever the weights).
+- `gap_without_temperature`, `gap_without_repetition_penalty`, `gap_without_top_k_top_p`: the mean gap
+  left when that transform is dropped from the sampling side; the one that brings it to ~0 is the
+  transform scoring does not apply. `closing_transform` names it: 1 temperature, 2 repetition penalty,
+  3 top-k/top-p/min-p, 4 none of them alone (0 when there is no gap).
+- `sampling_temperature`, `scoring_temperature`: what each side used.
+A generator that is a separate engine (vLLM) is not tapped; TRL's own
+`sampling/sampling_logp_difference/*` metrics cover that path.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from hypotrack.hooks.base import DiagnosticHook, RolloutBatch, StepContext
+
+TRANSFORMS = ("temperature", "repetition_penalty", "top_k_top_p")
+CLOSES = 0.1  # dropping a transform closes the gap when what is left is under a tenth of it
+
+
+class SamplingParityHook(DiagnosticHook):
+    name = "sampling_parity"
+
+    def __init__(self, every: int = 10, **settings: Any) -> None:
+        super().__init__(every=every, **settings)
+        self.every = max(int(every), 1)
+        self._handles: list[Any] = []
+        self._trainer = None
+        self._n_rollouts = 0
+        self._tap: dict[str, Any] | None = None  # the rollout being tapped: per-token gaps so far
+
+    # -- settings of each side ------------------------------------------------------------------
+    def _sampling(self) -> dict[str, Any]:
+        config = getattr(self._trainer, "generation_config", None)
+
+        def get(name: str, default: Any) -> Any:
+            value = getattr(config, name, None) if config is not None else None
+            return default if value is None else value
+
+        return {"temperature": float(get("temperature", 1.0)), "repetition_penalty": float(get("repetition_penalty", 1.0)),
+                "top_k": int(get("top_k", 0) or 0), "top_p": float(get("top_p", 1.0)),
+                "min_p": get("min_p", None)}
+
+    def _scoring_temperature(self) -> float:
+        return float(getattr(self._trainer, "temperature", 1.0) or 1.0)
+
+    def _logps(self, raw, ids, tokens, drop: str | None):  # noqa: ANN001
+        """log p(token) after the sampling transforms, without ``drop`` (None: all of them)."""
+        import torch
+        from transformers.generation.logits_process import (
+            MinPLogitsWarper, RepetitionPenaltyLogitsProcessor, TopKLogitsWarper, TopPLogitsWarper,
+        )
+
+        cfg = self._sampling()
+        scores = raw.float()
+        if cfg["repetition_penalty"] != 1.0 and drop != "repetition_penalty":
+            scores = RepetitionPenaltyLogitsProcessor(cfg["repetition_penalty"])(ids, scores)
+        temperature = self._scoring_temperature() if drop == "temperature" else cfg["temperature"]
+        scores = scores / temperature
+        if drop != "top_k_top_p":
+            if cfg["top_k"]:
+                scores = TopKLogitsWarper(cfg["top_k"])(ids, scores)
+            if cfg["top_p"] < 1.0:
+                scores = TopPLogitsWarper(cfg["top_p"])(ids, scores)
+            if cfg["min_p"]:
+                scores = MinPLogitsWarper(float(cfg["min_p"]))(ids, scores)
+        return torch.log_softmax(scores, dim=-1).gather(1, tokens.unsqueeze(1)).squeeze(1)
+
+    # -- the tap --------------------------------------------------------------------------------
+    def on_train_begin(self, ctx: StepContext) -> dict[str, float]:
+        from hypotrack.hooks._util import unwrap
+
+        self.close()
+        self._trainer = ctx.trainer
+        model = unwrap(ctx.model)
+        lm = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self._handles = [lm.register_forward_pre_hook(self._pre, with_kwargs=True),
+                         lm.register_forward_hook(self._post, with_kwargs=True)]
+        self._arm()
+        return {}
+
+    def _arm(self) -> None:
+        due = self._n_rollouts % self.every == 0
+        self._tap = {"calls": 0, "prev": None, "ids": None, "gaps": {k: [] for k in (None, *TRANSFORMS)}} \
+            if due else None
+
+    def close(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+    def _decoding(self, kwargs) -> bool:  # noqa: ANN001
+        import torch
+
+        return (self._tap is not None and not torch.is_grad_enabled() and "labels" not in kwargs
+                and any(k in kwargs for k in ("past_key_values", "cache_position", "use_cache")))
+
+    def _pre(self, module, args, kwargs):  # noqa: ANN001
+        import torch
+
+        if not self._decoding(kwargs):
+            return None
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if ids is None:
+            return None
+        tap = self._tap
+        past = kwargs.get("past_key_values")
+        prefill = past is None or (hasattr(past, "get_seq_length") and int(past.get_seq_length()) == 0)
+        if prefill:
+            tap["calls"] += 1
+            tap["prev"], tap["ids"] = None, ids.detach()
+            return None
+        if tap["calls"] == 1 and tap["prev"] is not None:
+            tokens = ids[:, -1].detach()
+            scoring = self._scoring(tap["prev"], tokens)
+            for drop in (None, *TRANSFORMS):
+                tap["gaps"][drop].append((self._logps(tap["prev"], tap["ids"], tokens, drop) - scoring).abs())
+            tap["ids"] = torch.cat([tap["ids"], tokens.unsqueeze(1)], dim=1)
+        return None
+
+    def _scoring(self, raw, tokens):  # noqa: ANN001
+        import torch
+
+        scores = raw.float() / self._scoring_temperature()
+        return torch.log_softmax(scores, dim=-1).gather(1, tokens.unsqueeze(1)).squeeze(1)
+
+    def _post(self, module, args, kwargs, output):  # noqa: ANN001
+        if not self._decoding(kwargs) or self._tap["calls"] != 1:
+            return None
+        logits = getattr(output, "logits", None)
+        if logits is not None:
+            self._tap["prev"] = logits[:, -1, :].detach()
+        return None
+
+    # -- report ---------------------------------------------------------------------------------
+    def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
+        import torch
+
+        tap, self._n_rollouts = self._tap, self._n_rollouts + 1
+        try:
+            if tap is None or not tap["gaps"][None]:
+                return {}
+            gaps = {drop: torch.cat(values).float() for drop, values in tap["gaps"].items()}
+            finite = torch.isfinite(gaps[None])
+            gap = gaps[None][finite]
+            if not gap.numel():
+                return {}
+            cfg = self._sampling()
+            out = {"transform_gap_mean": float(gap.mean()), "transform_gap_max": float(gap.max()),
+                   "sampling_temperature": cfg["temperature"], "scoring_temperature": self._scoring_temperature()}
+            for drop in TRANSFORMS:
+                left = gaps[drop][finite & torch.isfinite(gaps[drop])]
+                out[f"gap_without_{drop}"] = float(left.mean()) if left.numel() else out["transform_gap_mean"]
+            out["closing_transform"] = self._closing(out)
+            return out
+        finally:
+            self._arm()
+
+    @staticmethod
+    def _closing(out: dict[str, float]) -> float:
+        gap = out["transform_gap_mean"]
+        if gap <= 1e-6:
+            return 0.0
+        left = {i: out[f"gap_without_{drop}"] for i, drop in enumerate(TRANSFORMS, start=1)}
+        best = min(left, key=left.get)
+        return float(best) if left[best] <= CLOSES * gap else 4.0
