@@ -101,7 +101,7 @@ def style(completions, **kwargs) -> list[float]:
 '''
 
 HYPOTHESES_README = """\
-Your hypotheses: one YAML file each, named <id>_<slug>.yaml (`hypotrack new h11 "My idea"` writes one).
+Your hypotheses: one YAML file each, named <id>_<slug>.yaml (`hypotrack new h20 "My idea"` writes one).
 The library that ships with hypotrack (h01-h10) is always available; a file here with the same id
 replaces the shipped one. `hypotrack validate` checks them; `hypotrack show h01` prints a shipped one.
 """
@@ -174,8 +174,12 @@ def slug(title: str) -> str:
 
 
 def new_hypothesis(hypotheses_dir: Path, hypothesis_id: str, title: str, experiment: str,
-                   statement: str = "") -> Path:
-    """Write hypotheses/<id>_<slug>.yaml from the template; refuses to overwrite a file."""
+                   statement: str = "", taken: dict[str, Path] | None = None) -> Path:
+    """Write hypotheses/<id>_<slug>.yaml from the template; refuses to overwrite a file.
+
+    taken: ids already declared (the shipped hypotheses among them) and their files: a new file with one
+    of those ids would silently replace it, so it is refused too.
+    """
     if not re.fullmatch(r"h\d{2,}", hypothesis_id):
         raise HypotrackError(f"ID {hypothesis_id!r} must look like h11 (an h and two or more digits)")
     if not title.strip() or "\n" in title:
@@ -183,6 +187,11 @@ def new_hypothesis(hypotheses_dir: Path, hypothesis_id: str, title: str, experim
     existing = sorted(hypotheses_dir.glob(f"{hypothesis_id}_*.y*ml")) + sorted(hypotheses_dir.glob(f"{hypothesis_id}.y*ml"))
     if existing:
         raise HypotrackError(f"{existing[0]} already declares {hypothesis_id}: edit it, or pick another id")
+    if taken and hypothesis_id in taken:
+        numbers = [int(h[1:]) for h in taken if re.fullmatch(r"h\d+", h)]
+        free = f"h{max(numbers) + 1:02d}"
+        raise HypotrackError(f"{hypothesis_id} is already declared in {taken[hypothesis_id]}: pick another id "
+                             f"(the next free one is {free}), or copy that file into {hypotheses_dir} to change it")
     path = hypotheses_dir / f"{hypothesis_id}_{slug(title)}.yaml"
     text = HYPOTHESIS_TEMPLATE.format(id=hypothesis_id, title=_yaml_text(title), experiment=experiment,
                                       statement=statement.strip() or "What you think is wrong, in one or two sentences.")

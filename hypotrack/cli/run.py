@@ -131,17 +131,25 @@ def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | N
     plan = prepare_test(ctx.library(), hypothesis_id, experiment=experiment, settings=given, seeds=seeds,
                         arms=arms, deterministic=deterministic, flags=flags)
     if dry_run:
-        _print_plan(plan.specs, plan.config_hash)
+        _print_plan(plan)
         return
     launch = LaunchOptions(launcher, processes, ray_address)
     _run(ctx, plan, parallel, launch, output_dir, tracking_uri, mlflow_experiment)
 
 
-def _print_plan(specs, digest: str) -> None:  # noqa: ANN001
+def _print_plan(plan) -> None:  # noqa: ANN001
+    from rich.markup import escape
     from rich.syntax import Syntax
 
+    from hypotrack.run.plan import unmet_requirements
+
     out = console()
-    out.print(f"[bold]{len(specs)} runs[/] (config hash {digest}); nothing is trained in a dry run.")
+    specs = plan.specs
+    unmet = unmet_requirements(plan.hypothesis, specs[0]) if specs else []
+    if unmet:
+        out.print(f"[bold]{plan.hypothesis.id} does not apply to this run[/]: {escape('; '.join(unmet))}. "
+                  "A real run records it not_applicable and trains nothing.")
+    out.print(f"[bold]{len(specs)} runs[/] (config hash {plan.config_hash}); nothing is trained in a dry run.")
     shown = set()
     for spec in specs:
         if spec.arm in shown:

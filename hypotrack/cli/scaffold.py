@@ -49,13 +49,14 @@ def new(ctx: Context, hypothesis_id: str, title: str, experiment: str, statement
 
     \b
     Example:
-        hypotrack new h11 "Reward model drifts" --statement "The reward model scores length, not answers."
+        hypotrack new h20 "Reward model drifts" --statement "The reward model scores length, not answers."
     """
     from hypotrack.scaffold import new_hypothesis
     from hypotrack.spec import Project, SpecError, load_library
 
     project = Project.locate(ctx.project_root)
-    path = new_hypothesis(project.hypotheses_dir, hypothesis_id, title, experiment, statement)
+    shipped = load_library(project).hypothesis_files
+    path = new_hypothesis(project.hypotheses_dir, hypothesis_id, title, experiment, statement, taken=shipped)
     library = load_library(project, [path])
     if library.problems:
         raise SpecError(library.problems)
