@@ -97,7 +97,7 @@ def aggregate_steps(points: list[tuple[int, float]], how: str, k: int) -> float 
         return max(ys)
     if how == "min":
         return min(ys)
-    if how == "slope":
+    if how in ("slope", "slope_t"):
         if len(values) < 2:
             return None
         from scipy.stats import linregress
@@ -105,7 +105,18 @@ def aggregate_steps(points: list[tuple[int, float]], how: str, k: int) -> float 
         xs = [s for s, _ in values]
         if len(set(xs)) < 2:
             return None
-        return float(linregress(xs, ys).slope)
+        fit = linregress(xs, ys)
+        if how == "slope":
+            return float(fit.slope)
+        # slope_t: the slope in standard errors of its own fit, so "the series climbs" means the same
+        # whatever the metric's units and noise (a 0-1 reward or a 0-10 judge score, 8 steps or 800).
+        if len(set(xs)) < 3:
+            return None  # two points fit exactly: no noise estimate
+        if fit.slope == 0:
+            return 0.0  # a flat series (scipy leaves its stderr undefined)
+        if fit.stderr == 0:
+            return math.copysign(math.inf, fit.slope)  # an exact line: no noise at all
+        return float(fit.slope / fit.stderr)
     raise ValueError(f"unknown step aggregation {how!r}")
 
 

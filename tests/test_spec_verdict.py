@@ -50,6 +50,22 @@ def test_step_aggregations():
     assert aggregate_steps([(s, 2.0 - 0.5 * s) for s in range(6)], "slope", 1) == pytest.approx(-0.5)
 
 
+
+def test_slope_t_is_the_same_whatever_the_metric_scale_and_separates_a_climb_from_noise():
+    import random
+
+    rng = random.Random(0)
+    noise = [(s, rng.random()) for s in range(30)]  # a judge answering at random: no trend
+    scaled = [(s, 10.0 * v) for s, v in noise]  # the same judge on a 0-10 scale
+    assert abs(aggregate_steps(noise, "slope_t", 1)) < 3
+    assert aggregate_steps(scaled, "slope_t", 1) == pytest.approx(aggregate_steps(noise, "slope_t", 1))
+    assert aggregate_steps(scaled, "slope", 1) == pytest.approx(10 * aggregate_steps(noise, "slope", 1))
+    climb = [(s, 0.02 * s + 0.1 * v) for s, v in noise]  # a reward the policy learns to collect
+    assert aggregate_steps(climb, "slope_t", 1) > 3
+    assert aggregate_steps([(0, 1.0), (1, 2.0)], "slope_t", 1) is None  # two points: no noise estimate
+    assert aggregate_steps([(s, 0.5) for s in range(5)], "slope_t", 1) == 0.0
+    assert aggregate_steps([(s, float(s)) for s in range(5)], "slope_t", 1) == float("inf")
+
 def test_step_aggregation_sorts_steps_and_skips_non_finite():
     points = [(3, 3.0), (0, 0.0), (2, float("nan")), (1, 1.0), (4, float("inf"))]
     assert aggregate_steps(points, "last", 1) == 3.0

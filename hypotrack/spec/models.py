@@ -193,7 +193,11 @@ class Criterion(_Strict):
     arm: Literal["control", "treatment", "delta"] = Field(
         "delta", description="'delta' is treatment minus control, paired by seed."
     )
-    steps: Literal["mean", "mean_last", "mean_first", "last", "first", "max", "min", "slope"] = "mean_last"
+    steps: Literal["mean", "mean_last", "mean_first", "last", "first", "max", "min", "slope", "slope_t"] = Field(
+        "mean_last", description="How the logged steps become one number: mean, mean_last / mean_first (the "
+        "last / first k steps), last, first, max, min, slope (per step, by least squares, in the metric's "
+        "units) or slope_t (that slope over its standard error: unitless, above about 3 the series really "
+        "climbs, below about -3 it really falls).")
     k: int = Field(10, ge=1, description="Window for mean_last / mean_first.")
     seeds: Literal["all", "majority", "any", "mean"] = Field(
         "majority", description="all/majority/any: the comparison per seed; mean: compare the mean over seeds."

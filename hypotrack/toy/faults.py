@@ -53,6 +53,7 @@ SIGNATURE_STEPS: dict[str, int] = {
     "low_sampling_temperature": 12,  # identical completions spread as the sharpened policy repeats itself
     "learning_rate_too_high": 10,  # the held-out drop needs updates to accumulate
     "biased_judge": 30,  # the policy has to learn the judge's preference before its trend shows
+    "noisy_reward_component": 8,  # h05 tells a noisy auxiliary reward from a climbing one by its trend
 }
 
 # Config-level parts, applied when the arms are resolved (before the hypothesis's own changes,
