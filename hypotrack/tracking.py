@@ -13,9 +13,7 @@ import json
 import logging
 import math
 import re
-import shlex
 import sqlite3
-import sys
 import time
 from contextlib import closing
 from pathlib import Path
@@ -24,6 +22,8 @@ from typing import Any
 import mlflow
 from mlflow import MlflowClient
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
+
+from hypotrack.mlflow_names import Tags, command_line
 
 # MLflow announces at INFO that it creates or upgrades its own tables; in the middle of a run's progress
 # that reads like hypotrack output. Its warnings and errors still show.
@@ -35,31 +35,6 @@ BATCH = 900  # MLflow accepts at most 1000 metrics per batch
 # (MLflow 3.17 also follows the `workflowType` URL parameter: see mlflow_ui.experiment_url).
 MODEL_TRAINING = "custom_model_development"
 ARTIFACT_FOLDER = "mlruns"  # beside a SQLite store, the way MLflow lays out its own default store
-
-
-class Tags:
-    """The tag names hypotrack puts on MLflow runs (filter with them: tags.`hypotrack.arm` = 'control')."""
-
-    HYPOTHESIS = "hypotrack.hypothesis"
-    TEST = "hypotrack.test"
-    KIND = "hypotrack.kind"  # test (the parent run), arm, selftest
-    ARM = "hypotrack.arm"
-    SEED = "hypotrack.seed"
-    PLANT = "hypotrack.plant"
-    VERDICT = "hypotrack.verdict"
-    CONFIDENCE = "hypotrack.confidence"
-    EFFECT = "hypotrack.effect"  # the treatment effect in words, with its interval
-    ERROR = "hypotrack.error"
-    WARNINGS = "hypotrack.warnings"
-    REWARD_ERRORS = "hypotrack.reward_errors"
-    SAMPLES_ERROR = "hypotrack.samples_error"
-    TRAINABLE_PARAMETERS = "hypotrack.trainable_parameters"
-    DATASET_ROWS = "hypotrack.dataset_rows"
-    STORE_DIR = "hypotrack.store_dir"  # on an experiment: the folder its artifact paths were written for
-    NOTE = "mlflow.note.content"  # MLflow's run description
-    PARENT = "mlflow.parentRunId"
-    SOURCE_NAME = "mlflow.source.name"  # the UI's Source column: the command line that made the run
-    EXPERIMENT_KIND = "mlflow.experimentKind"
 
 
 class Tracker:
@@ -163,14 +138,6 @@ class Tracker:
         if current in ("FINISHED", "FAILED", "KILLED"):
             return
         self.client.set_terminated(run_id, status=status)
-
-
-def command_line() -> str:
-    """This process's command line as the user typed it: `hypotrack run h06 --no-peft`."""
-    program = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
-    if program in ("__main__.py", "cli") or program.startswith("hypotrack"):
-        program = "hypotrack"  # `python -m hypotrack.cli` and the console script are the same command
-    return shlex.join([program, *sys.argv[1:]])
 
 
 def sqlite_file(uri: str) -> Path | None:

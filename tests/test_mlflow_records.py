@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
 from hypotrack.run.records import (arm_description, compared_metrics, dataset_source, log_arm_series, log_plan,
                                    log_training_inputs, outcome_description, parent_description, spec_changes)
 from hypotrack.run.workers import ArmState
 from hypotrack.spec.models import Hypothesis
-from hypotrack.tracking import MODEL_TRAINING, Tags, Tracker
+from hypotrack.tracking import MODEL_TRAINING, Tracker
 from hypotrack.verdict import Verdict
 
 

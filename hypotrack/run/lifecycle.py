@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
 from hypotrack.run import launchers, signals
 from hypotrack.run.plan import config_hash, unmet_requirements
@@ -24,7 +25,6 @@ from hypotrack.run.records import log_outcome, log_plan
 from hypotrack.run.workers import ArmState, Display, run_workers, series_by_arm, stop_all
 from hypotrack.spec.models import Hypothesis
 from hypotrack.spec.vocabulary import ARMS
-from hypotrack.tracking import Tags
 from hypotrack.verdict import Verdict, decide, not_applicable
 
 # How an arm's or a test's state reads as an MLflow run status.

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hypotrack.mlflow_names import Tags, command_line
 from hypotrack.run.plan import config_hash
-from hypotrack.tracking import Tags, command_line
 
 if TYPE_CHECKING:
     from hypotrack.protocol import ArmSpec

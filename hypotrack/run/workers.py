@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec, Event, EventTail
 from hypotrack.run import launchers
 from hypotrack.run.records import INTERESTING_GRPO, log_training_inputs, upload_arm
 from hypotrack.run import signals
 from hypotrack.run.signals import check_stop
-from hypotrack.tracking import Tags
 
 STOP_GRACE_SECONDS = 20
 

@@ -1,0 +1,45 @@
+"""The names hypotrack writes into MLflow, without importing mlflow.
+
+The runner tags its runs with these before any training starts, and the CLI checks a run's flags
+long before it needs MLflow; keeping the names apart lets `run --dry-run` and every bad-input error
+answer without the two seconds mlflow's import costs.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+
+class Tags:
+    """The tag names hypotrack puts on MLflow runs (filter with them: tags.`hypotrack.arm` = 'control')."""
+
+    HYPOTHESIS = "hypotrack.hypothesis"
+    TEST = "hypotrack.test"
+    KIND = "hypotrack.kind"  # test (the parent run), arm, selftest
+    ARM = "hypotrack.arm"
+    SEED = "hypotrack.seed"
+    PLANT = "hypotrack.plant"
+    VERDICT = "hypotrack.verdict"
+    CONFIDENCE = "hypotrack.confidence"
+    EFFECT = "hypotrack.effect"  # the treatment effect in words, with its interval
+    ERROR = "hypotrack.error"
+    WARNINGS = "hypotrack.warnings"
+    REWARD_ERRORS = "hypotrack.reward_errors"
+    SAMPLES_ERROR = "hypotrack.samples_error"
+    TRAINABLE_PARAMETERS = "hypotrack.trainable_parameters"
+    DATASET_ROWS = "hypotrack.dataset_rows"
+    STORE_DIR = "hypotrack.store_dir"  # on an experiment: the folder its artifact paths were written for
+    NOTE = "mlflow.note.content"  # MLflow's run description
+    PARENT = "mlflow.parentRunId"
+    SOURCE_NAME = "mlflow.source.name"  # the UI's Source column: the command line that made the run
+    EXPERIMENT_KIND = "mlflow.experimentKind"
+
+
+def command_line() -> str:
+    """This process's command line as the user typed it: `hypotrack run h06 --no-peft`."""
+    program = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    if program in ("__main__.py", "cli") or program.startswith("hypotrack"):
+        program = "hypotrack"  # `python -m hypotrack.cli` and the console script are the same command
+    return shlex.join([program, *sys.argv[1:]])
