@@ -14,12 +14,13 @@ from runner_support import alive, cli, env_for, mlflow_runs, registry_rows, star
 
 pytestmark = pytest.mark.slow
 
-LONG = ["--seeds", "1", "--max-steps", "400", "--batch-size", "8", "--num-generations", "4", "--parallel", "2"]
+LONG = ["--seeds", "1", "--batch-size", "8", "--num-generations", "4", "--parallel", "2"]
 
 
-def _start(tmp_path: Path, toy_cache: Path):
+def _start(tmp_path: Path, toy_cache: Path, max_steps: int = 400):
     env = env_for(tmp_path, toy_cache)
-    runner = start_cli(["run", "h01", *LONG, "--output-dir", str(tmp_path / "outputs")], env, tmp_path)
+    args = [*LONG, "--max-steps", str(max_steps)]
+    runner = start_cli(["run", "h01", *args, "--output-dir", str(tmp_path / "outputs")], env, tmp_path)
     step = random.randint(1, 4)
     pids = wait_for_step(tmp_path / "outputs", step)
     return env, runner, pids, step
@@ -69,7 +70,8 @@ def test_sigkill_of_runner_is_reconciled_by_the_next_command(tmp_path: Path, toy
 
 
 def test_sigkill_of_a_worker_fails_its_arm_and_the_test_is_inconclusive(tmp_path: Path, toy_cache: Path) -> None:
-    env, runner, pids, step = _start(tmp_path, toy_cache)
+    # the surviving arm trains to its end: long enough to be killed mid-run, short enough not to wait on
+    env, runner, pids, step = _start(tmp_path, toy_cache, max_steps=80)
     victim = sorted(pids)[0]  # control-seed0
     os.kill(pids[victim], signal.SIGKILL)
     output, _ = runner.communicate(timeout=300)

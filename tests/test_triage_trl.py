@@ -28,13 +28,16 @@ def plain_runs(tmp_path_factory, toy_cache: Path) -> dict:
     uri = f"sqlite:///{out / 'mlflow.db'}"
     env = {**os.environ, "HYPOTRACK_CACHE": str(toy_cache), "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore",
            "MLFLOW_TRACKING_URI": uri, "MLFLOW_EXPERIMENT_NAME": "plain-trl", "DISABLE_MLFLOW_INTEGRATION": "FALSE"}
+    # The two trainings run side by side: each spends most of its time importing on one core.
+    started = [subprocess.Popen([sys.executable, str(HERE / "triage_plain_trl.py"), str(out), *faults, "--steps",
+                                 str(STEPS), "--report-to", report_to], env=env, cwd=out, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+               for report_to, faults in (("none", ["clean", "tiny_std_rewards"]), ("mlflow", ["noisy_reward_component"]))]
     runs = {}
-    for report_to, faults in (("none", ["clean", "tiny_std_rewards"]), ("mlflow", ["noisy_reward_component"])):
-        done = subprocess.run([sys.executable, str(HERE / "triage_plain_trl.py"), str(out), *faults, "--steps",
-                               str(STEPS), "--report-to", report_to], env=env, cwd=out, capture_output=True, text=True,
-                              timeout=900)
-        assert done.returncode == 0, done.stderr[-3000:]
-        for line in done.stdout.splitlines():
+    for process in started:
+        stdout, stderr = process.communicate(timeout=900)
+        assert process.returncode == 0, stderr[-3000:]
+        for line in stdout.splitlines():
             if line.startswith(MARKER):
                 run = json.loads(line[len(MARKER):])
                 runs[run["fault"]] = run

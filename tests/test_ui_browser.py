@@ -33,7 +33,7 @@ CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver"
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-dev-shm-usage", "--window-size=1600,1100")
-TINY_H06 = ["run", "h06", "--no-peft", "--seeds", "2", "--max-steps", "3", "--batch-size", "8", "--num-generations", "4"]
+TINY_H06 = ["run", "h06", "--no-peft", "--seeds", "1", "--max-steps", "3", "--batch-size", "8", "--num-generations", "4"]
 PAGE_TIMEOUT = 90.0
 
 
