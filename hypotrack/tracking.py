@@ -23,6 +23,7 @@ import mlflow
 from mlflow import MlflowClient
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 
+from hypotrack.errors import HypotrackError
 from hypotrack.mlflow_names import Tags, command_line
 
 # MLflow announces at INFO that it creates or upgrades its own tables; in the middle of a run's progress
@@ -39,6 +40,7 @@ ARTIFACT_FOLDER = "mlruns"  # beside a SQLite store, the way MLflow lays out its
 
 class Tracker:
     def __init__(self, tracking_uri: str | None = None):
+        refuse_unsafe_store(tracking_uri or mlflow.get_tracking_uri())
         if tracking_uri:
             mlflow.set_tracking_uri(tracking_uri)
         self.uri = mlflow.get_tracking_uri()
@@ -138,6 +140,40 @@ class Tracker:
         if current in ("FINISHED", "FAILED", "KILLED"):
             return
         self.client.set_terminated(run_id, status=status)
+
+
+REGISTRY_TABLES = {"hypothesis_state", "test_run"}  # hypotrack's own tables: a registry, not an MLflow store
+
+
+def refuse_unsafe_store(uri: str) -> None:
+    """Refuse a tracking URI MLflow would damage, before MLflow opens it.
+
+    MLflow creates its tables in whatever SQLite file it is given, and treats a plain path as the
+    folder of a file store. Pointed at hypotrack's registry (the same file as --db / HYPOTRACK_DB), it
+    would write its schema into the registry and leave it unreadable to every later command.
+    """
+    path = sqlite_file(uri)
+    if path is None:
+        plain = uri[len("file:"):] if uri.startswith("file:") else uri
+        if "://" not in plain and plain and Path(plain).expanduser().is_file():
+            raise HypotrackError(
+                f"the MLflow tracking URI {uri} (--tracking-uri or MLFLOW_TRACKING_URI) is a file, and a path "
+                "there means an MLflow file store, which is a folder. Give MLflow a store of its own: "
+                "sqlite:///mlflow.db, a folder, or a server URL.")
+        return
+    if not path.is_file():
+        return
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
+            tables = {row[0] for row in con.execute("select name from sqlite_master where type='table'")}
+    except sqlite3.DatabaseError as exc:
+        raise HypotrackError(f"the MLflow tracking URI {uri} (--tracking-uri or MLFLOW_TRACKING_URI) names "
+                             f"{path}, which is not a SQLite database ({exc}).") from None
+    if REGISTRY_TABLES <= tables:
+        raise HypotrackError(
+            f"the MLflow tracking URI {uri} (--tracking-uri or MLFLOW_TRACKING_URI) points at hypotrack's "
+            f"registry ({path}); MLflow would write its own tables into it. Give MLflow a database of its own, "
+            f"for example sqlite:///{path.with_name('mlflow.db')}.")
 
 
 def sqlite_file(uri: str) -> Path | None:

@@ -128,6 +128,13 @@ CORPUS = [
     ("run-bad-arms", nothing, ["run", "h01", "--arms", "bogus", "--dry-run"], [r"--arms.*'bogus'"]),
     ("run-bad-plant", nothing, ["run", "h01", "--plant", "bogus", "--dry-run"], [r"--plant"]),
     ("run-unknown-id", nothing, ["run", "h99", "--dry-run"], [r"no hypothesis 'h99'"]),
+    # MLflow pointed at the registry would write its schema into it: refused before anything is opened
+    ("run-tracking-uri-is-registry", nothing,
+     ["run", "h01", "--arms", "control", "--seeds", "1", "--max-steps", "2", "--tracking-uri", "sqlite:///{tmp}/registry.db"],
+     [r"points at hypotrack's registry .*registry\.db.*database of its own"]),
+    ("run-tracking-uri-is-a-file", nothing,
+     ["run", "h01", "--arms", "control", "--seeds", "1", "--max-steps", "2", "--tracking-uri", "{tmp}/registry.db"],
+     [r"tracking URI .*registry\.db.* is a file.*folder"]),
     ("run-bad-loss-type", nothing, ["run", "h01", "--loss-type", "ppo", "--dry-run"], [r"--loss-type.*'ppo'"]),
     ("run-unknown-experiment", nothing, ["run", "h01", "--experiment", "nope", "--dry-run"],
      [r"experiment 'nope' not found"]),
@@ -155,7 +162,7 @@ CORE = {
     "unknown-hook", "unknown-metric", "unknown-experiment", "unknown-grpo-setting", "mark-unknown-id",
     "mark-bad-status", "note-empty", "unknown-command", "db-folder-missing", "db-bad-url", "db-not-sqlite",
     "db-mlflow-name", "db-mlflow-tables", "db-upgrade-bad-revision", "run-unknown-setting", "run-bad-setting-type",
-    "run-zero-seeds", "run-bad-arms", "run-bad-plant", "run-unknown-id",
+    "run-zero-seeds", "run-bad-arms", "run-bad-plant", "run-unknown-id", "run-tracking-uri-is-registry",
 }
 PARAMS = [pytest.param(*case, id=case[0], marks=() if case[0] in CORE else pytest.mark.slow) for case in CORPUS]
 
