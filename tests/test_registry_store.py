@@ -87,6 +87,20 @@ def test_finish_keeps_hand_marks_and_parallel_runs(registry_url):
         store.finish_test_run(registry, b.id, state="running")
 
 
+
+def test_overlapping_interrupted_runs_give_back_the_status_before_either(registry_url):
+    registry = open_registry(registry_url)
+    store.set_status(registry, "h02", "inconclusive", reason="earlier test")
+    for first_to_end in ("a", "b"):  # whichever of the two overlapping runs ends first
+        a = store.start_test_run(registry, "h02", experiment="e", arms=["control"], seeds=[0], config_hash="1")
+        b = store.start_test_run(registry, "h02", experiment="e", arms=["control"], seeds=[0], config_hash="1")
+        assert b.previous_status == "inconclusive"  # not the `testing` that a put it in
+        order = [a, b] if first_to_end == "a" else [b, a]
+        store.finish_test_run(registry, order[0].id, state="killed")
+        assert queries.get_status(registry, "h02") == "testing"  # the other still runs
+        store.finish_test_run(registry, order[1].id, state="killed")
+        assert queries.get_status(registry, "h02") == "inconclusive"
+
 def test_refuses_mlflow_named_file(tmp_path):
     with pytest.raises(RegistryError, match="MLflow's database file"):
         open_registry(f"sqlite:///{tmp_path / 'mlflow.db'}")

@@ -127,7 +127,8 @@ def start_test_run(
         run = TestRun(
             id=uuid.uuid4().hex[:12], hypothesis_id=hypothesis_id, experiment=experiment, arms=arms, seeds=seeds,
             flags=flags, config_hash=config_hash, tracking_uri=tracking_uri, pid=pid, pid_start=process_start(pid),
-            host=hostname(), state="running", previous_status=state.status, started_at=utcnow(),
+            host=hostname(), state="running", previous_status=_status_before_testing(session, state),
+            started_at=utcnow(),
         )
         session.add(run)
         session.flush()
@@ -139,6 +140,22 @@ def start_test_run(
         return run
 
     return _transaction(registry, write)
+
+
+def _status_before_testing(session, state) -> str:  # noqa: ANN001
+    """Where the hypothesis was before any test of it started.
+
+    A second test started while another runs finds it `testing`; remembering that would leave it
+    `testing` for good once both are interrupted, so it inherits the status the tests interrupted.
+    """
+    if state.status != "testing":
+        return state.status
+    before = session.scalar(
+        select(StatusChange.from_status)
+        .where(StatusChange.hypothesis_id == state.id, StatusChange.to_status == "testing",
+               StatusChange.from_status != "testing")
+        .order_by(StatusChange.at.desc(), StatusChange.id.desc()).limit(1))
+    return before or "pending"
 
 
 def attach_mlflow(registry: Registry, test_run_id: str, parent_run_id: str | None = None,
