@@ -142,6 +142,27 @@ def test_reward_function_that_raises_is_counted_and_reported(tmp_path: Path, toy
     assert sum(m.value for m in history) >= 1
 
 
+
+def test_a_task_reward_that_scores_nothing_stops_the_arm_and_names_itself(tmp_path: Path, toy_cache: Path) -> None:
+    # (NaN instead of None takes the same path: tests/test_worker_guards.py)
+    project = _user_project(tmp_path, """\
+        def flaky(completions, **kwargs):
+            return [None for _ in completions]
+        """)
+    experiment = project / "experiments" / "mine.yaml"
+    experiment.write_text(experiment.read_text() + "task_reward: flaky\n")
+    env = env_for(tmp_path, toy_cache, project)
+    result = cli(["run", "h01", "--arms", "control"], env, tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert "task reward flaky gave no score" in " ".join(result.stdout.split()), result.stdout
+    (verdict, state) = registry_rows(tmp_path / "registry.db", "select verdict, state from test_run")[0]
+    assert (verdict, state) == ("inconclusive", "failed")
+    assert registry_rows(tmp_path / "registry.db", "select status from hypothesis_state where id='h01'") == [
+        ("inconclusive",)]
+    statuses = {r.data.tags.get("hypotrack.arm"): r.info.status for r in mlflow_runs(tmp_path)}
+    assert statuses["control"] == "FAILED"
+
 def test_nan_loss_stops_the_arm_with_a_clear_error(tmp_path: Path, toy_cache: Path) -> None:
     # Random rewards give non-zero advantages, so the absurd learning rate really moves the weights.
     project = _user_project(tmp_path, """\

@@ -17,7 +17,7 @@ from hypotrack.imports import import_object
 from hypotrack.protocol import ArmSpec, Event, EventWriter, versions
 from hypotrack.worker.data import load_rows, prepare_prompts, split_heldout
 from hypotrack.worker.evaluation import EvalSetup, evaluate, gains
-from hypotrack.worker.guards import check_weights
+from hypotrack.worker.guards import check_task_signal, check_weights
 from hypotrack.worker.model import build_model, build_peft_config
 
 # Settings hypotrack chooses unless the experiment says otherwise: per-step curves, no
@@ -87,7 +87,7 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
         events.emit(Event.METRICS, step=0, max_steps=spec.max_steps, metrics=before)
     hooks = build_hooks(spec)
     task_name = rewards[spec.task_reward_index].__name__
-    callback = TrainingCallback(events, hooks, spec.max_steps, task_name)
+    callback = TrainingCallback(events, hooks, spec.max_steps, task_name, reward_log)
     trainer = HypotrackGRPOTrainer(
         model=model, reward_funcs=rewards, args=args, train_dataset=dataset, processing_class=tokenizer,
         peft_config=build_peft_config(spec), hooks=hooks, reward_errors=reward_log, faults=faults,
@@ -155,8 +155,10 @@ def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
 class TrainingCallback(TrainerCallback):
     """Streams logged metrics to the runner and gives hooks the events a callback can see."""
 
-    def __init__(self, events: EventWriter, hooks: list, max_steps: int, task_reward_name: str):
+    def __init__(self, events: EventWriter, hooks: list, max_steps: int, task_reward_name: str,
+                 reward_log=None):  # noqa: ANN001 - a RewardErrorLog
         self.events, self.hooks, self.max_steps = events, hooks, max_steps
+        self.task_reward_name, self.reward_log = task_reward_name, reward_log
         # TRL logs each reward function under its own name; the task reward is also logged by role.
         self.task_keys = {f"rewards/{task_reward_name}/mean": "task_reward",
                           f"rewards/{task_reward_name}/std": "task_reward_std"}
@@ -179,6 +181,8 @@ class TrainingCallback(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
         check_weights(self.trainer.model, state.global_step)
+        if self.reward_log is not None:
+            check_task_signal(self.reward_log, self.task_reward_name, state.global_step)
         for hook in self.hooks:
             self.trainer._record(hook, hook.on_step_end(self._context()))
 

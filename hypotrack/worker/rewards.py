@@ -9,6 +9,7 @@ the first message of each kind is kept for the run's report.
 from __future__ import annotations
 
 import functools
+import math
 import traceback
 from collections import Counter
 from typing import Any, Callable
@@ -20,6 +21,7 @@ class RewardErrorLog:
         self.total: Counter[str] = Counter()
         self.first_message: dict[str, str] = {}
         self.calls: Counter[str] = Counter()
+        self.scored: Counter[str] = Counter()  # finite scores returned: None and NaN are no score
 
     def take_step_counts(self) -> dict[str, int]:
         counts = dict(self.step_counts)
@@ -35,7 +37,9 @@ def wrap_reward(func: Callable[..., Any], log: RewardErrorLog) -> Callable[..., 
         log.calls[name] += 1
         completions = kwargs.get("completions", args[0] if args else [])
         try:
-            return func(*args, **kwargs)
+            values = func(*args, **kwargs)
+            log.scored[name] += sum(1 for v in values or [] if _finite(v))
+            return values
         except Exception as exc:  # noqa: BLE001 - user code; counted and reported
             log.step_counts[name] += 1
             log.total[name] += 1
@@ -46,3 +50,10 @@ def wrap_reward(func: Callable[..., Any], log: RewardErrorLog) -> Callable[..., 
 
     guarded.__name__ = name
     return guarded
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return value is not None and math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False

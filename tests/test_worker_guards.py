@@ -1,0 +1,53 @@
+"""The worker's guards on what cannot train: a task reward that never scores stops the arm, named."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from hypotrack.errors import HypotrackError
+from hypotrack.worker.guards import SIGNAL_STEPS, check_task_signal
+from hypotrack.worker.rewards import RewardErrorLog, wrap_reward
+
+
+def _called(func, log: RewardErrorLog, batches: int = 2) -> None:
+    wrapped = wrap_reward(func, log)
+    for _ in range(batches):
+        wrapped(completions=["1", "2", "3", "4"])
+
+
+@pytest.mark.parametrize("value", [None, math.nan, float("inf"), "n/a"])
+def test_a_task_reward_without_a_finite_score_stops_the_arm(value) -> None:
+    def judge(completions, **kwargs):
+        return [value for _ in completions]
+
+    log = RewardErrorLog()
+    _called(judge, log)
+    check_task_signal(log, "judge", SIGNAL_STEPS - 1)  # one batch may hold nothing to score
+    with pytest.raises(HypotrackError, match="task reward judge gave no score .* only None or NaN"):
+        check_task_signal(log, "judge", SIGNAL_STEPS)
+
+
+def test_one_score_is_signal_and_an_auxiliary_reward_is_not_checked() -> None:
+    def task(completions, **kwargs):
+        return [None, None, 0.0, None]
+
+    def style(completions, **kwargs):
+        return [None for _ in completions]
+
+    log = RewardErrorLog()
+    _called(task, log)
+    _called(style, log)
+    check_task_signal(log, "task", 10)
+    assert (log.scored["task"], log.scored["style"]) == (2, 0)
+
+
+def test_a_task_reward_that_always_raises_says_what_it_raised() -> None:
+    def parse(completions, **kwargs):
+        raise ValueError("no answer tag")
+
+    log = RewardErrorLog()
+    _called(parse, log)
+    with pytest.raises(HypotrackError, match=r"raised every time \(ValueError: no answer tag"):
+        check_task_signal(log, "parse", SIGNAL_STEPS)
