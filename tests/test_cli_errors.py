@@ -130,7 +130,8 @@ CORPUS = [
     ("run-unknown-id", nothing, ["run", "h99", "--dry-run"], [r"no hypothesis 'h99'"]),
     # MLflow pointed at the registry would write its schema into it: refused before anything is opened
     ("run-tracking-uri-is-registry", nothing,
-     ["run", "h01", "--arms", "control", "--seeds", "1", "--max-steps", "2", "--tracking-uri", "sqlite:///{tmp}/registry.db"],
+     ["run", "h01", "--arms", "control", "--seeds", "1", "--max-steps", "2",
+      "--tracking-uri", "sqlite:///{tmp}/registry.db"],
      [r"points at hypotrack's registry .*registry\.db.*database of its own"]),
     ("run-tracking-uri-is-a-file", nothing,
      ["run", "h01", "--arms", "control", "--seeds", "1", "--max-steps", "2", "--tracking-uri", "{tmp}/registry.db"],

@@ -72,7 +72,8 @@ def triage_metric_names() -> list[str]:
 
 # The verdict's step aggregations, plus growth: a run has no control arm to compare with, so its own
 # start is the reference.
-STEP_AGGREGATIONS = ("mean", "mean_last", "mean_first", "last", "first", "max", "min", "slope", "slope_t", "growth")
+STEP_AGGREGATIONS = ("mean", "mean_last", "mean_first", "last", "first", "max", "min", "slope", "slope_t",
+                     "growth")
 OPERATORS = (">", ">=", "<", "<=", "==", "!=")
 
 
@@ -89,8 +90,9 @@ class Condition(_Strict):
                         "`hypotrack validate --metrics` lists them.")
     steps: Literal[STEP_AGGREGATIONS] = Field(  # type: ignore[valid-type]
         "mean", description="How the logged steps become one number: mean, mean_last / mean_first (the last / "
-        "first k logged steps), last, first, max, min, slope (per step, by least squares), slope_t (the slope over its standard error), or growth (the mean "
-        "of the last k logged steps over the mean of the first k; k shrinks to half the steps on a short run).")
+        "first k logged steps), last, first, max, min, slope (per step, by least squares), slope_t (the slope over "
+        "its standard error), or growth (the mean of the last k logged steps over the mean of the first k; k "
+        "shrinks to half the steps on a short run).")
     k: int = Field(10, ge=1, description="Window for mean_last / mean_first, in logged steps.")
     abs: bool = Field(False, description="Compare the absolute value.")
     op: Literal[OPERATORS] = Field(description="How the number compares with the threshold.")  # type: ignore[valid-type]
