@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from hypotrack.cli.context import Context, pass_ctx
@@ -12,7 +14,8 @@ from hypotrack.spec.vocabulary import STATUSES
 @click.argument("hypothesis_id", metavar="ID")
 @click.argument("new_status", metavar="STATUS",
                 type=click.Choice(STATUSES))
-@click.option("--confidence", type=click.FloatRange(0.0, 1.0), help="Confidence between 0 and 1.")
+@click.option("--confidence", type=click.FloatRange(0.0, 1.0), callback=lambda _ctx, _param, value: _finite(value),
+              help="Confidence between 0 and 1.")
 @click.option("--note", default="", help="Why: stored with the status change.")
 @pass_ctx
 def mark(ctx: Context, hypothesis_id: str, new_status: str, confidence: float | None, note: str) -> None:
@@ -48,3 +51,10 @@ def note(ctx: Context, hypothesis_id: str, text: str) -> None:
         raise click.BadParameter("the note is empty", param_hint="TEXT")
     add_note(ctx.registry(), hypothesis_id, text)
     click.echo(f"{hypothesis_id}: note added")
+
+
+def _finite(value: float | None) -> float | None:
+    # click's FloatRange lets NaN through: every comparison with NaN is False
+    if value is not None and math.isnan(value):
+        raise click.BadParameter("must be a number between 0 and 1, not nan", param_hint="--confidence")
+    return value

@@ -24,7 +24,9 @@ HYPOTHESIS_ID = re.compile(r"^h\d{2,}$")
 class _Strict(BaseModel):
     # defer_build: schemas are built on first use, so a command that never validates an
     # Experiment (status, next) does not pay for building its schema at import.
-    model_config = ConfigDict(extra="forbid", frozen=False, defer_build=True)
+    # allow_inf_nan=False: a NaN or infinite number in any YAML field (a threshold, a weight) is a load
+    # error with its file and line; every comparison with NaN is False, so it would decide silently.
+    model_config = ConfigDict(extra="forbid", frozen=False, defer_build=True, allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------- experiment
@@ -116,6 +118,17 @@ class Experiment(_Strict):
     plant: list[str] = Field(default_factory=list, description="Planted faults (toy lab self-test).")
     critic: dict[str, Any] | None = Field(None, description="Critic settings when trainer is 'critic'.")
     parity: dict[str, Any] | None = Field(None, description="Parity settings when trainer is 'parity'.")
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, value: list[int]) -> list[int]:
+        # a repeated seed trains into the same folder twice and counts its metrics twice
+        repeated = sorted({seed for seed in value if value.count(seed) > 1})
+        if repeated:
+            raise ValueError(f"seed {repeated[0]} is listed twice: each seed is one paired replicate")
+        if any(seed < 0 for seed in value):
+            raise ValueError(f"seeds must be 0 or more (got {min(value)})")
+        return value
 
     @field_validator("rewards")
     @classmethod

@@ -78,7 +78,7 @@ OPERATORS = (">", ">=", "<", "<=", "==", "!=")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # as the hypotheses' models
 
 
 class Condition(_Strict):
