@@ -36,7 +36,7 @@ def check_task_signal(log, task_reward: str, step: int) -> None:  # noqa: ANN001
     if step < SIGNAL_STEPS or not log.calls[task_reward] or log.scored[task_reward]:
         return
     raised = log.first_message.get(task_reward)
-    why = f"it raised every time ({raised})" if raised else "it returned only None or NaN"
+    why = f"it raised ({raised}) or returned only None or NaN" if raised else "it returned only None or NaN"
     raise HypotrackError(
         f"the task reward {task_reward} gave no score to any completion in the first {step} steps: {why}, so "
         "the run has no task signal and a verdict would mean nothing; the arm was stopped. Call the function "
