@@ -81,3 +81,23 @@ class eval_mode:
         if self.was_training:
             self.module.train()
         return False
+
+
+def is_generate_forward(kwargs: dict) -> bool:
+    """A decoding forward of `generate` (not the training or scoring pass): no grad, no labels, cache arguments."""
+    return (not torch.is_grad_enabled() and "labels" not in kwargs
+            and any(k in kwargs for k in ("past_key_values", "cache_position", "use_cache")))
+
+
+def is_prefill(ids: torch.Tensor, kwargs: dict, last_width: int | None) -> bool:
+    """Whether this generate forward starts a new call (the prompt) rather than decoding one more token.
+
+    ``last_width`` is the input width of the previous generate forward, for a model called without a cache.
+    """
+    past = kwargs.get("past_key_values")
+    if past is not None and hasattr(past, "get_seq_length"):
+        return int(past.get_seq_length()) == 0
+    position = kwargs.get("cache_position")
+    if position is not None:
+        return int(position.reshape(-1)[0]) == 0
+    return last_width is None or ids.size(1) != last_width + 1  # no cache: the input grows by one token a step

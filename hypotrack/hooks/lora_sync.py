@@ -186,22 +186,9 @@ class LoraSyncHook(DiagnosticHook):
         self._handles = []
 
     def _is_gen(self, kwargs) -> bool:
-        """A decoding forward of `generate`: no grad, no labels, cache arguments present."""
-        import torch
+        from hypotrack.hooks._util import is_generate_forward
 
-        if self._cap is None or torch.is_grad_enabled() or "labels" in kwargs:
-            return False
-        return any(k in kwargs for k in ("past_key_values", "cache_position", "use_cache"))
-
-    def _is_prefill(self, ids, kwargs) -> bool:
-        pkv = kwargs.get("past_key_values")
-        if pkv is not None and hasattr(pkv, "get_seq_length"):
-            return int(pkv.get_seq_length()) == 0
-        cp = kwargs.get("cache_position")
-        if cp is not None:
-            return int(cp.reshape(-1)[0]) == 0
-        last = self._cap.get("width")  # no cache: the input grows by one token per decoding step
-        return last is None or ids.size(1) != last + 1
+        return self._cap is not None and is_generate_forward(kwargs)
 
     def _pre(self, module, args, kwargs):
         if not self._is_gen(kwargs):
@@ -209,8 +196,10 @@ class LoraSyncHook(DiagnosticHook):
         ids = kwargs.get("input_ids", args[0] if args else None)
         if ids is None:
             return None
+        from hypotrack.hooks._util import is_prefill
+
         cap = self._cap
-        prefill = self._is_prefill(ids, kwargs)
+        prefill = is_prefill(ids, kwargs, cap.get("width"))
         cap["width"] = ids.size(1)
         if prefill:  # a new generate call
             cap["calls"] += 1

@@ -105,10 +105,9 @@ class SamplingParityHook(DiagnosticHook):
         self._handles = []
 
     def _decoding(self, kwargs) -> bool:  # noqa: ANN001
-        import torch
+        from hypotrack.hooks._util import is_generate_forward
 
-        return (self._tap is not None and not torch.is_grad_enabled() and "labels" not in kwargs
-                and any(k in kwargs for k in ("past_key_values", "cache_position", "use_cache")))
+        return self._tap is not None and is_generate_forward(kwargs)
 
     def _pre(self, module, args, kwargs):  # noqa: ANN001
         import torch
@@ -118,9 +117,11 @@ class SamplingParityHook(DiagnosticHook):
         ids = kwargs.get("input_ids", args[0] if args else None)
         if ids is None:
             return None
+        from hypotrack.hooks._util import is_prefill
+
         tap = self._tap
-        past = kwargs.get("past_key_values")
-        prefill = past is None or (hasattr(past, "get_seq_length") and int(past.get_seq_length()) == 0)
+        prefill = is_prefill(ids, kwargs, tap.get("width"))
+        tap["width"] = ids.size(1)
         if prefill:
             tap["calls"] += 1
             tap["prev"], tap["ids"] = None, ids.detach()
