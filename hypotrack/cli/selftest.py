@@ -53,7 +53,7 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
     if compact and max_steps:
         raise click.UsageError("--compact chooses each row's steps; leave out --max-steps, or leave out --compact")
     from hypotrack.registry import open_registry
-    from hypotrack.run.lifecycle import default_parallel
+    from hypotrack.run.launchers import default_parallel
     from hypotrack.run.selftest import CLEAN, fault_rows, run_selftest
     from hypotrack.toy.faults import FAULTS
     from hypotrack.tracking import Tracker
@@ -82,7 +82,7 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
                                   f"({arm.elapsed:.0f}s) {arm.error[:80] if arm.status != 'finished' else ''}")
 
     result = run_selftest(library, registry, tracker, root, fault_rows(rows, compact), hypotheses, list(range(seeds)), max_steps,
-                          parallel or default_parallel(8), progress)
+                          parallel or default_parallel("python", 8), progress)
     if as_json:
         click.echo(json.dumps(result.as_json(), indent=2))
     else:

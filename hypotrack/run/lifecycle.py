@@ -59,10 +59,6 @@ class TestOutcome:
     output_dir: Path
 
 
-def default_parallel(count: int) -> int:
-    return max(1, min(count, os.cpu_count() or 1))
-
-
 def run_test(
     hypothesis: Hypothesis,
     hypothesis_file: Path,
