@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from hypotrack.text import has_control, printable
+
 try:  # the C parser is several times faster; fall back when libyaml is absent
     _Base = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
@@ -65,10 +67,30 @@ class YamlSyntaxError(Exception):
         self.path, self.line, self.message = path, line, message
 
 
+# An anchor may be reused (``<<: *defaults`` is common), but a document that expands past this
+# many values is an alias bomb, not a hypothesis: refuse it before it exhausts memory.
+MAX_VALUES = 20_000
+
+# Tags hypotrack reads; any other (``!!set``, ``!python/object``, ``!custom``) would be dropped
+# silently or read as something the author did not mean, so it is a problem with its line.
+_PLAIN_TAGS = {"tag:yaml.org,2002:" + name for name in
+               ("map", "seq", "str", "int", "float", "bool", "null", "timestamp")}
+
+
+class _TooBig(Exception):
+    pass
+
+
 def read_yaml(path: Path, text: str | None = None) -> YamlDoc:
     """Parse ``path`` safely; raise YamlSyntaxError with the offending line."""
     if text is None:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw[:exc.start].count(b"\n") + 1
+            raise YamlSyntaxError(path, line, f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset "
+                                              f"{exc.start} cannot be decoded; save the file as UTF-8") from None
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -85,37 +107,95 @@ def read_yaml(path: Path, text: str | None = None) -> YamlDoc:
         doc.data = {}
         return doc
     doc.lines[()] = node.start_mark.line + 1
-    doc.data = _build(node, (), doc, _Loader(""))
+    builder = _Builder(doc)
+    try:
+        doc.data = builder.build(node, ())
+    except _TooBig:
+        raise YamlSyntaxError(path, builder.line, f"the document expands to more than {MAX_VALUES} values "
+                                                  "through its aliases (an alias bomb?)") from None
     return doc
 
 
-def _build(node: yaml.Node, loc: Path_, doc: YamlDoc, constructor: _Loader) -> Any:
-    if isinstance(node, yaml.MappingNode):
+class _Builder:
+    """Turns composed nodes into Python values, recording each key's line and refusing what YAML
+    allows but a hypothesis file cannot mean: recursive aliases, alias bombs and unknown tags."""
+
+    def __init__(self, doc: YamlDoc):
+        self.doc = doc
+        self.constructor = _Loader("")
+        self.values = 0
+        self.line = 1
+        self.open_nodes: set[int] = set()  # nodes being built: meeting one again is a recursive alias
+
+    def build(self, node: yaml.Node, loc: Path_) -> Any:
+        self.values += 1
+        self.line = node.start_mark.line + 1
+        if self.values > MAX_VALUES:
+            raise _TooBig
+        if id(node) in self.open_nodes:
+            self.doc.problems.append((self.line, _dotted(loc), "recursive alias: a value that contains itself"))
+            return None
+        plain = node.tag in _PLAIN_TAGS
+        if not plain:  # reported once; the value is read as written, so no second complaint follows
+            self.doc.problems.append((self.line, _dotted(loc), f"unsupported YAML tag '{node.tag}': "
+                                                               "write the plain value"))
+        if isinstance(node, yaml.ScalarNode):
+            if not plain:
+                return node.value
+            try:
+                value = self.constructor.construct_object(node, deep=True)
+            except yaml.YAMLError as exc:
+                self.doc.problems.append((self.line, _dotted(loc), f"cannot read value: {exc}"))
+                return None
+            if isinstance(value, str) and has_control(value):
+                self.doc.problems.append((self.line, _dotted(loc), "contains control characters (a terminal escape "
+                                                                   "sequence?): they would reach everyone's terminal"))
+                return printable(value)
+            return value
+        self.open_nodes.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node, loc)
+            return [self._item(index, item, loc) for index, item in enumerate(node.value)]
+        finally:
+            self.open_nodes.discard(id(node))
+
+    def _item(self, index: int, item: yaml.Node, loc: Path_) -> Any:
+        self.doc.lines[loc + (index,)] = item.start_mark.line + 1
+        return self.build(item, loc + (index,))
+
+    def _mapping(self, node: yaml.MappingNode, loc: Path_) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
+        merged: dict[Any, Any] = {}  # from ``<<:``; keys written out in the mapping win, as in YAML
         for key_node, value_node in node.value:
-            key = _build(key_node, loc, doc, constructor)
             line = key_node.start_mark.line + 1
-            if isinstance(key, (dict, list)):
-                doc.problems.append((line, str(loc[-1]) if loc else "", "a mapping key must be a plain value"))
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                for key, value in self._merge_sources(value_node, loc, line):
+                    merged.setdefault(key, value)
+                continue
+            key = self.build(key_node, loc)
+            if isinstance(key, (dict, list)) or key is None and not isinstance(key_node, yaml.ScalarNode):
+                self.doc.problems.append((line, str(loc[-1]) if loc else "", "a mapping key must be a plain value"))
                 continue
             if key in out:
-                doc.problems.append((line, _dotted(loc + (key,)), "duplicate key"))
-            doc.lines[loc + (key,)] = line
-            out[key] = _build(value_node, loc + (key,), doc, constructor)
+                self.doc.problems.append((line, _dotted(loc + (key,)), "duplicate key"))
+            self.doc.lines[loc + (key,)] = line
+            out[key] = self.build(value_node, loc + (key,))
+        for key, value in merged.items():
+            out.setdefault(key, value)
         return out
-    if isinstance(node, yaml.SequenceNode):
-        items = []
-        for index, item in enumerate(node.value):
-            doc.lines[loc + (index,)] = item.start_mark.line + 1
-            items.append(_build(item, loc + (index,), doc, constructor))
-        return items
-    if node.tag == "tag:yaml.org,2002:merge" or not isinstance(node, yaml.ScalarNode):  # pragma: no cover
-        return None
-    try:
-        return constructor.construct_object(node, deep=True)
-    except yaml.YAMLError as exc:
-        doc.problems.append((node.start_mark.line + 1, _dotted(loc), f"cannot read value: {exc}"))
-        return None
+
+    def _merge_sources(self, value_node: yaml.Node, loc: Path_, line: int):
+        sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+        for source in sources:
+            if not isinstance(source, yaml.MappingNode):
+                self.doc.problems.append((line, _dotted(loc + ("<<",)),
+                                          "a merge key ('<<') takes a mapping or a list of mappings"))
+                continue
+            built = self.build(source, loc)
+            for key, value in built.items():
+                self.doc.lines.setdefault(loc + (key,), line)
+                yield key, value
 
 
 def _dotted(loc: Path_) -> str:
