@@ -14,6 +14,7 @@ from typing import Any
 from hypotrack.registry.queries import Overview
 from hypotrack.spec.summary import HypothesisSummary
 from hypotrack.spec.vocabulary import PRIORITY_RANK, RESOLVED_STATUSES
+from hypotrack.text import markdown_cell
 
 STATUS_ICONS = {
     "pending": "⏳", "testing": "🧪", "validated": "✅", "partial": "◐", "invalidated": "❌", "inconclusive": "🤔",
@@ -188,9 +189,8 @@ def render_report(rows: list[StatusRow], runs: list, next_: NextStep) -> str:
            "|------------|----------|--------|------------|-------|"]
     for row in rows:
         icon = STATUS_ICONS.get(row.status, "")
-        note = row.evidence.replace("|", "\\|").replace("\n", " ")
-        out.append(f"| {row.id.upper()}: {row.title} | {row.priority.upper()} | {icon} {row.status.capitalize()} | "
-                   f"{confidence_label(row.confidence)} | {note} |")
+        out.append(f"| {row.id.upper()}: {markdown_cell(row.title)} | {row.priority.upper()} | {icon} "
+                   f"{row.status.capitalize()} | {confidence_label(row.confidence)} | {markdown_cell(row.evidence)} |")
     out += ["", "## Next Action", ""]
     if next_.hypothesis:
         out.append(f"**{next_.hypothesis.id.upper()}: {next_.hypothesis.title}**: {next_.reason}")
@@ -201,7 +201,7 @@ def render_report(rows: list[StatusRow], runs: list, next_: NextStep) -> str:
             "| Started | Hypothesis | Test run | State | Verdict | Confidence | Effect | Summary |",
             "|---------|------------|----------|-------|---------|------------|--------|---------|"]
     for run in runs:
-        summary = (run.summary or run.error or "").replace("|", "\\|").replace("\n", " ")
+        summary = markdown_cell(run.summary or run.error or "")
         out.append(f"| {_when(run.started_at)} | {run.hypothesis_id.upper()} | {run.id} | {run.state} | "
                    f"{run.verdict or '-'} | {confidence_label(run.confidence)} | {effect_label(run.effect)} | {summary} |")
     if not runs:

@@ -8,6 +8,7 @@ import click
 
 from hypotrack.cli.context import Context, pass_ctx
 from hypotrack.spec.vocabulary import STATUSES
+from hypotrack.text import printable
 
 
 @click.command()
@@ -47,8 +48,9 @@ def note(ctx: Context, hypothesis_id: str, text: str) -> None:
     from hypotrack.registry.store import add_note
 
     ctx.check_id(hypothesis_id)
-    if not text.strip():
-        raise click.BadParameter("the note is empty", param_hint="TEXT")
+    if not printable(text).strip():  # what would be stored: control characters never are
+        raise click.BadParameter("the note is empty (control characters and escape sequences are not kept)",
+                                 param_hint="TEXT")
     add_note(ctx.registry(), hypothesis_id, text)
     click.echo(f"{hypothesis_id}: note added")
 

@@ -107,10 +107,10 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
     out = console()
     header = (f"[bold]{hyp.id.upper()}: {escape(hyp.title)}[/]  priority {hyp.priority.upper()}  status "
               f"[bold]{current.status}[/]  confidence {confidence_label(current.confidence)}\n"
-              f"file {ctx.library().hypothesis_files[hypothesis_id]}\n\n{escape(hyp.statement.strip())}")
+              f"file {escape(str(ctx.library().hypothesis_files[hypothesis_id]))}\n\n{escape(hyp.statement.strip())}")
     if hyp.rationale:
         header += f"\n\n[dim]Rationale:[/] {escape(hyp.rationale.strip())}"
-    header += f"\n\n[dim]Test:[/] {hyp.command_line()}   [dim]prerequisites:[/] {', '.join(hyp.prerequisites) or 'none'}"
+    header += f"\n\n[dim]Test:[/] {escape(hyp.command_line())}   [dim]prerequisites:[/] {', '.join(hyp.prerequisites) or 'none'}"
     header += f"   [dim]hooks:[/] {', '.join(hyp.hooks) or 'none'}"
     header += f"\n[dim]Requires of the run:[/] {', '.join(hyp.requires) or 'nothing'}   [dim]effect measured on:[/] "
     header += "nothing (the criteria are the test)" if hyp.effect.outcome == "none" else (
@@ -120,7 +120,8 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
         header += f"\n[dim]Resources:[/] time {hyp.resources.time or '-'}, memory {hyp.resources.memory or '-'}"
     out.print(Panel(header, expand=False))
     out.print("[bold]Criteria[/]")
-    out.print(yaml.safe_dump(hyp.criteria.model_dump(mode="json", exclude_defaults=True), sort_keys=False))
+    out.print(yaml.safe_dump(hyp.criteria.model_dump(mode="json", exclude_defaults=True), sort_keys=False),
+              markup=False, highlight=False)  # criteria text is the author's: "[x]" is not rich markup
     if hyp.expected_readings:
         out.print("[bold]Readings that are expected, not this bug[/]")
         for reading in hyp.expected_readings:

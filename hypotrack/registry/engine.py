@@ -74,9 +74,10 @@ class Registry:
 def shown(url: str) -> str:
     """The URL as error messages print it: the password hidden."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        parsed = make_url(url)
     except (ArgumentError, ValueError):
         return url
+    return url if parsed.password is None else parsed.render_as_string(hide_password=True)
 
 
 def _with_driver(url: str) -> str:
@@ -105,11 +106,20 @@ def is_postgresql(url: str) -> bool:
     return make_url(url).get_backend_name() == "postgresql"
 
 
-def _sqlite_path(url: str) -> Path | None:
+def sqlite_path(url: str) -> Path | None:
     parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+    if parsed.get_backend_name() != "sqlite" or _in_memory(url):
         return None
-    return Path(parsed.database)
+    database = parsed.database
+    if parsed.query.get("uri") in ("true", "1") and database.startswith("file:"):  # sqlite:///file:PATH?mode=ro&uri=true
+        database = database[len("file:"):]
+    return Path(database)
+
+
+def _in_memory(url: str) -> bool:
+    parsed = make_url(url)
+    return parsed.get_backend_name() == "sqlite" and (
+        not parsed.database or parsed.database == ":memory:" or parsed.query.get("mode") == "memory")
 
 
 def _refuse_mlflow_file(path: Path, url: str) -> None:
@@ -139,7 +149,10 @@ def _refuse_mlflow_database(engine: Engine, url: str) -> None:
 
 
 def _make_engine(url: str) -> Engine:
-    path = _sqlite_path(url)
+    if _in_memory(url):
+        raise RegistryError(f"registry URL {shown(url)!r} is an in-memory SQLite database: every status, note and run "
+                            "would vanish when the command exits. Give a file (--db hypotrack.db) or a server URL")
+    path = sqlite_path(url)
     if path is None and is_postgresql(url):
         return create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
     if path is None:
@@ -170,7 +183,7 @@ def _make_engine(url: str) -> Engine:
 
 
 def _lock_path(url: str) -> Path:
-    path = _sqlite_path(url)
+    path = sqlite_path(url)
     if path is not None:
         return path.with_name(path.name + ".migrate.lock")
     digest = hashlib.sha1(url.encode()).hexdigest()[:16]
@@ -263,13 +276,13 @@ def open_registry(url: str | None = None, migrate: bool = True) -> Registry:
         raise RegistryError(f"registry {shown(url)} needs the database driver {exc.name}, which is not installed "
                             f"in this Python (pip install it)") from None
     except SQLAlchemyError as exc:
-        raise RegistryError(f"cannot open registry {shown(url)}: {_reason(exc)}") from None
+        raise RegistryError(f"cannot open registry {shown(url)}: {reason(exc)}") from None
     except OSError as exc:
         raise RegistryError(f"cannot open registry {shown(url)}: {exc}") from None
     return Registry(url=url, engine=engine)
 
 
-def _reason(exc: SQLAlchemyError) -> str:
+def reason(exc: SQLAlchemyError) -> str:
     """The driver's own words on one line (psycopg spreads a refused connection over two)."""
     text_ = str(getattr(exc, "orig", None) or exc)
     return " ".join(part.strip() for part in text_.splitlines() if part.strip())

@@ -6,20 +6,35 @@ Rows come back as SQLAlchemy Row objects, which read like the ORM objects
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.exc import DBAPIError
 
 from . import tables
-from .engine import Registry
+from .engine import Registry, RegistryError, reason
 
 Row = Any  # sqlalchemy.engine.Row
+# A LIMIT past what SQLite and PostgreSQL can hold in an integer means "all of them".
+MAX_ROWS = 2**31 - 1
+
+
+@contextmanager
+def reading(registry: Registry) -> Iterator[Any]:
+    """A connection for reads; a database error becomes a RegistryError naming the registry."""
+    try:
+        with registry.engine.connect() as conn:
+            yield conn
+    except DBAPIError as exc:
+        raise RegistryError(f"cannot read the registry {registry.shown_url}: {reason(exc)}") from None
 
 
 def fetch(registry: Registry, query) -> list[Row]:  # noqa: ANN001
-    with registry.engine.connect() as conn:
+    with reading(registry) as conn:
         return list(conn.execute(query))
 
 
@@ -44,7 +59,7 @@ class Overview:
 
 def overview(registry: Registry, ids: list[str]) -> dict[str, Overview]:
     hs, sc, nt, tr = tables.hypothesis_state, tables.status_change, tables.note, tables.test_run
-    with registry.engine.connect() as conn:
+    with reading(registry) as conn:
         states = {r.id: r for r in conn.execute(select(hs).where(hs.c.id.in_(ids)))}
         last_change = select(func.max(sc.c.id)).group_by(sc.c.hypothesis_id)
         changes = {r.hypothesis_id: r for r in conn.execute(select(sc).where(sc.c.id.in_(last_change)))}
@@ -84,7 +99,7 @@ def test_runs(registry: Registry, hypothesis_id: str | None = None, limit: int |
     if hypothesis_id:
         query = query.where(tr.c.hypothesis_id == hypothesis_id)
     if limit:
-        query = query.limit(limit)
+        query = query.limit(min(limit, MAX_ROWS))
     return fetch(registry, query)
 
 

@@ -24,7 +24,7 @@ from typing import Any, Callable, TypeVar
 from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 
-from .engine import Registry
+from .engine import Registry, RegistryError, reason, sqlite_path
 from .models import HypothesisState, Note, StatusChange, TestRun, utcnow
 from .processes import hostname, process_start
 from ..spec.vocabulary import RUN_STATES, STATUSES
@@ -56,9 +56,18 @@ def _transaction(registry: Registry, body: Callable[[Any], T]) -> T:
                 return body(session)
         except DBAPIError as exc:
             if _sqlstate(exc) not in RETRY_SQLSTATES or attempt == ATTEMPTS - 1:
-                raise
+                raise RegistryError(f"the registry {registry.shown_url} refused the change: {reason(exc)}"
+                                    f"{_hint(registry, exc)}") from None
             time.sleep(random.uniform(0, 0.01 * 2 ** attempt))
     raise AssertionError("unreachable")
+
+
+def _hint(registry: Registry, exc: DBAPIError) -> str:
+    path = sqlite_path(registry.url)
+    if path is not None and "readonly" in str(exc.orig).replace("-", "").replace(" ", ""):
+        return (f". SQLite writes both {path.name} and a journal beside it: make the file and its folder "
+                f"{path.parent} writable for this user, or point --db / HYPOTRACK_DB at a registry you can write")
+    return ""
 
 
 def actor() -> str:

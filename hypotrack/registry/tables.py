@@ -10,6 +10,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from sqlalchemy import JSON, Column, DateTime, Float, ForeignKey, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy.types import TypeDecorator
+
+from hypotrack.text import printable
 
 # Alembic needs stable constraint names to alter SQLite tables in batch mode.
 NAMING_CONVENTION = {
@@ -24,6 +27,29 @@ metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+class UserText(TypeDecorator):
+    """Free text people write (notes, reasons, names): stored and read without control characters.
+
+    Cleaning on the way out too covers rows an older hypotrack, or a colleague's script, wrote.
+    """
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):  # noqa: ANN001, ANN201
+        return printable(value) if isinstance(value, str) else value
+
+    def process_result_value(self, value, dialect):  # noqa: ANN001, ANN201
+        return printable(value) if isinstance(value, str) else value
+
+
+class UserName(UserText):
+    """A person's name (who marked, who wrote a note), cleaned the same way."""
+
+    impl = String
+    cache_ok = True
 
 
 
@@ -54,8 +80,8 @@ test_run = Table(
     Column("previous_status", String(16), nullable=False, default="pending"),
     Column("verdict", String(16), nullable=True),
     Column("confidence", Float, nullable=True),
-    Column("summary", Text, nullable=True),
-    Column("error", Text, nullable=True),
+    Column("summary", UserText, nullable=True),
+    Column("error", UserText, nullable=True),
     Column("started_at", DateTime(timezone=True), nullable=False, default=utcnow),
     Column("ended_at", DateTime(timezone=True), nullable=True),
     Column("mlflow_closed", Integer, nullable=False, default=0),  # 1 once its MLflow runs were ended
@@ -71,9 +97,9 @@ status_change = Table(
     Column("from_status", String(16), nullable=False),
     Column("to_status", String(16), nullable=False),
     Column("confidence", Float, nullable=True),
-    Column("reason", Text, nullable=False, default=""),
+    Column("reason", UserText, nullable=False, default=""),
     Column("evidence", JSON, nullable=True),
-    Column("actor", String(128), nullable=False, default=""),
+    Column("actor", UserName(128), nullable=False, default=""),
     Column("test_run_id", String(32), ForeignKey("test_run.id", ondelete="SET NULL"), nullable=True),
     Column("at", DateTime(timezone=True), nullable=False, default=utcnow),
 )
@@ -82,8 +108,8 @@ note = Table(
     "note", metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("hypothesis_id", String(32), nullable=False, index=True),
-    Column("text", Text, nullable=False),
-    Column("author", String(128), nullable=False, default=""),
+    Column("text", UserText, nullable=False),
+    Column("author", UserName(128), nullable=False, default=""),
     Column("at", DateTime(timezone=True), nullable=False, default=utcnow),
 )
 
@@ -92,11 +118,11 @@ note = Table(
 triage = Table(
     "triage", metadata,
     Column("id", String(32), primary_key=True),
-    Column("source", Text, nullable=False),  # the run id / folder / file as the user gave it, and where it was read
+    Column("source", UserText, nullable=False),  # the run id / folder / file as the user gave it, and where it was read
     Column("source_kind", String(32), nullable=False),  # mlflow | trainer_state | csv
     Column("threshold", Float, nullable=False),  # the evidence a suspect reaches
     Column("ranking", JSON, nullable=False),  # [{hypothesis, rank, evidence, suspect, applies, supports}], best first
     Column("report", JSON, nullable=True),  # the whole report: readings, expected behaviour, assumptions
-    Column("actor", String(128), nullable=False, default=""),
+    Column("actor", UserName(128), nullable=False, default=""),
     Column("at", DateTime(timezone=True), nullable=False, default=utcnow, index=True),
 )
