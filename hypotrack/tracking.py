@@ -15,7 +15,8 @@ import math
 import re
 import sqlite3
 import time
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +45,24 @@ class Tracker:
         if tracking_uri:
             mlflow.set_tracking_uri(tracking_uri)
         self.uri = mlflow.get_tracking_uri()
-        relocate_artifacts(self.uri)
-        self.client = MlflowClient(self.uri)
+        with store_lock(self.uri):
+            relocate_artifacts(self.uri)
+            self.client = MlflowClient(self.uri)
+            self.client.search_experiments(max_results=1)  # creates (or migrates) a new store's tables now
 
     def experiment_id(self, name: str) -> str:
         """The experiment's id, created as a model-training experiment whose artifacts live beside the store."""
+        from mlflow.exceptions import MlflowException
+
+        with store_lock(self.uri):
+            try:
+                return self._experiment_id(name)
+            except MlflowException as exc:  # created meanwhile by a run on another machine (a server store)
+                if exc.error_code != "RESOURCE_ALREADY_EXISTS":
+                    raise
+                return self._experiment_id(name)
+
+    def _experiment_id(self, name: str) -> str:
         experiment = self.client.get_experiment_by_name(name)
         if experiment is not None:
             if experiment.lifecycle_stage == "deleted":
@@ -142,6 +156,9 @@ class Tracker:
         self.client.set_terminated(run_id, status=status)
 
 
+# What MLflow's tracking client accepts (mlflow.tracking._tracking_service.utils), by URI scheme.
+DATABASE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
+TRACKING_SCHEMES = {"file", "http", "https", "databricks", "databricks-uc", "uc", *DATABASE_SCHEMES}
 REGISTRY_TABLES = {"hypothesis_state", "test_run"}  # hypotrack's own tables: a registry, not an MLflow store
 
 
@@ -152,6 +169,12 @@ def refuse_unsafe_store(uri: str) -> None:
     folder of a file store. Pointed at hypotrack's registry (the same file as --db / HYPOTRACK_DB), it
     would write its schema into the registry and leave it unreadable to every later command.
     """
+    scheme = uri.partition("://")[0].partition("+")[0].lower() if "://" in uri else ""
+    if scheme and scheme not in TRACKING_SCHEMES:
+        raise HypotrackError(
+            f"the MLflow tracking URI {uri} (--tracking-uri or MLFLOW_TRACKING_URI) has a scheme MLflow cannot "
+            f"track to ({scheme}://). Give a folder, sqlite:///PATH.db, a database URL "
+            f"({', '.join(s + '://' for s in DATABASE_SCHEMES)}) or a server (http://HOST:PORT).")
     path = sqlite_file(uri)
     if path is None:
         plain = uri[len("file:"):] if uri.startswith("file:") else uri
@@ -174,6 +197,23 @@ def refuse_unsafe_store(uri: str) -> None:
             f"the MLflow tracking URI {uri} (--tracking-uri or MLFLOW_TRACKING_URI) points at hypotrack's "
             f"registry ({path}); MLflow would write its own tables into it. Give MLflow a database of its own, "
             f"for example sqlite:///{path.with_name('mlflow.db')}.")
+
+
+@contextmanager
+def store_lock(uri: str) -> Iterator[None]:
+    """One process at a time creates a SQLite store's tables or an experiment in it.
+
+    Two first-ever runs on a new store would otherwise both run MLflow's migrations on it (one fails
+    half-way through an ALTER TABLE) or both create the experiment. A server serialises this itself.
+    """
+    database = sqlite_file(uri)
+    if database is None or not database.parent.is_dir():
+        yield
+        return
+    from filelock import FileLock
+
+    with FileLock(str(database.with_name(database.name + ".hypotrack.lock")), timeout=300):
+        yield
 
 
 def sqlite_file(uri: str) -> Path | None:

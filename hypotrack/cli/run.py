@@ -131,6 +131,9 @@ def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | N
     plan = prepare_test(ctx.library(), hypothesis_id, experiment=experiment, settings=given, seeds=seeds,
                         arms=arms, deterministic=deterministic, flags=flags)
     if dry_run:
+        from hypotrack.run.preflight import preflight
+
+        preflight(plan.specs)  # a dry run finds the same missing model, dataset or import a run would
         _print_plan(plan)
         return
     launch = LaunchOptions(launcher, processes, ray_address)

@@ -20,7 +20,7 @@ from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
 from hypotrack.run import launchers, signals
 from hypotrack.run.plan import config_hash, unmet_requirements
-from hypotrack.run.preflight import preflight
+from hypotrack.run.preflight import check_output_dir, preflight
 from hypotrack.run.records import log_outcome, log_plan
 from hypotrack.run.workers import ArmState, Display, run_workers, series_by_arm, stop_all
 from hypotrack.spec.models import Hypothesis
@@ -72,6 +72,8 @@ def run_test(
     from hypotrack.tracking import Tracker, close_orphaned_runs
 
     preflight(specs)
+    output_root = options.output_dir or Path.cwd() / "outputs"
+    check_output_dir(output_root)
     launchers.check(options.launch)
     control = next((s for s in specs if s.arm == "control"), specs[0])
     unmet = unmet_requirements(hypothesis, control)  # then nothing trains: the verdict says why
@@ -82,7 +84,7 @@ def run_test(
     digest = config_hash(specs)
     test = store.start_test_run(registry, hypothesis.id, experiment=specs[0].experiment_name, arms=arms_used,
                                 seeds=seeds, config_hash=digest, flags=options.flags, tracking_uri=tracker.uri)
-    out_root = (options.output_dir or Path.cwd() / "outputs") / f"{hypothesis.id}-{test.id}"
+    out_root = output_root / f"{hypothesis.id}-{test.id}"
     parallel = options.parallel or launchers.default_parallel(options.launch, len(specs))
     threads = max(1, (os.cpu_count() or 1) // parallel)
     arms = []

@@ -47,6 +47,7 @@ def experiment_url(base: str, experiment_id: str | None = None, charts: bool = F
 def start(tracking_uri: str | None, port: int, timeout: float = START_TIMEOUT) -> tuple[subprocess.Popen, str]:
     """Start the server and wait until it answers; (the process, its base URL). Raises if it never does."""
     uri = tracking_uri or default_tracking_uri()
+    refuse_taken_port(port)
     command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--registry-store-uri", uri,
                "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
@@ -61,6 +62,18 @@ def start(tracking_uri: str | None, port: int, timeout: float = START_TIMEOUT) -
         stop_group(process)
         raise
     return process, base
+
+
+def refuse_taken_port(port: int) -> None:
+    """Fail when something already listens on the port: its /health would answer for a server that never started."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise HypotrackError(f"--port {port}: 127.0.0.1:{port} is already in use ({exc.strerror}), perhaps by "
+                                 "another `hypotrack ui` or `mlflow server`. Pick a free port with --port") from None
 
 
 def wait_until_answers(process: subprocess.Popen, base: str, port: int, timeout: float) -> None:
@@ -105,8 +118,12 @@ def serve(tracking_uri: str | None, port: int, wait: bool = True) -> subprocess.
     print(f"Starting the MLflow UI for {uri} ...", file=sys.stderr, flush=True)
     try:
         process, base = start(uri, port)
-    except KeyboardInterrupt:
-        raise HypotrackError("stopped before the MLflow UI answered") from None
+    except BaseException as exc:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if isinstance(exc, KeyboardInterrupt):
+            raise HypotrackError("stopped before the MLflow UI answered") from None
+        raise
     keep_running = False  # only --no-wait leaves the server up, and only once everything is printed
     try:
         print(f"MLflow UI for {uri}: {experiment_url(base)}  (Ctrl-C to stop)", flush=True)

@@ -39,6 +39,27 @@ def preflight(specs: list[ArmSpec]) -> None:
             _check_hub_model(model)
 
 
+def check_output_dir(folder: Path) -> None:
+    """The runs' folders go under ``folder``: make sure they can be written before any MLflow run exists.
+
+    The check writes (and removes) one file in the deepest folder that already exists, so a refused
+    run leaves nothing behind.
+    """
+    import tempfile
+
+    existing = folder.expanduser().absolute()
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        if not existing.is_dir():
+            raise NotADirectoryError(f"{existing} is a file")
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".hypotrack-write-check-"):
+            pass
+    except OSError as exc:
+        raise HypotrackError(f"output folder {folder} (--output-dir): cannot write there ({exc.strerror or exc}); "
+                             "the runs' checkpoints, logs and metrics go under it. Give a folder you can write") from None
+
+
 def _check_dataset(dataset: str) -> None:
     """A local folder must exist; a hub dataset must be resolvable (metadata only, no download)."""
     name, config = ([*dataset.split(","), ""])[:2]
