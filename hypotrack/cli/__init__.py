@@ -88,6 +88,9 @@ def cli(ctx: click.Context, db: str | None, project: str | None) -> None:
     """
     if db and "://" not in db:
         db = f"sqlite:///{Path(db).resolve()}"
+    if project and not Path(project).expanduser().is_dir():  # else the shipped library alone would show, silently
+        raise click.BadParameter(f"{project}: no such folder (it should hold hypotheses/ and experiments/)",
+                                 param_hint="--project / HYPOTRACK_PROJECT")
     ctx.obj = Context(db, project)
 
 

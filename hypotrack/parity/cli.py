@@ -34,7 +34,10 @@ def _run(settings_kw: dict, model: str, seed: int, out: Path | None) -> None:
     try:
         settings = ParitySettings(**{k: v for k, v in settings_kw.items() if v is not None})
     except ValidationError as e:
-        raise click.ClickException(f"invalid parity options: {e}") from None
+        flags = {param.name: param.opts[0] for param in click.get_current_context().command.params if param.opts}
+        problems = "; ".join(f"{flags.get(str(err['loc'][0]), err['loc'][0]) if err['loc'] else 'options'} "
+                             f"{err.get('input')!r}: {err['msg']}" for err in e.errors())
+        raise click.ClickException(f"invalid parity options: {problems}") from None
     from rich.console import Console
 
     from . import probe

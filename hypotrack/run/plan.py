@@ -20,7 +20,7 @@ from hypotrack.errors import HypotrackError
 from hypotrack.protocol import ArmSpec
 from hypotrack.spec.models import IMPORT_PATH, Experiment, Hypothesis, Overrides
 from hypotrack.spec.run_settings import SETTINGS_BY_NAME, SETUP_SETTINGS, TREATMENT_SETTINGS
-from hypotrack.spec.settings_check import check_setting
+from hypotrack.spec.settings_check import batch_problem, check_setting
 from hypotrack.spec.vocabulary import SCALE_REWARDS
 
 # GRPOConfig's defaults (trl 1.16) for the values a factor multiplies when the experiment does not set them.
@@ -209,15 +209,10 @@ def _check_resolved(resolved: dict[str, Any], arm: str) -> None:
         message = check_setting(key, value)
         if message:
             raise HypotrackError(f"{arm} arm: {message}")
-    batch = grpo.get("per_device_train_batch_size", 8)
-    generations = grpo.get("num_generations", 8)
-    if generations is not None and generations < 2:
-        raise HypotrackError(f"{arm} arm: num_generations must be at least 2 for group advantages (got {generations})")
-    if generations and batch % generations != 0 and not grpo.get("generation_batch_size") \
-            and not grpo.get("steps_per_generation"):
-        raise HypotrackError(
-            f"{arm} arm: the batch size ({batch}) must be a multiple of num_generations ({generations}) "
-            "so every prompt gets a whole group; change --batch-size or --num-generations")
+    problem = batch_problem(grpo)
+    if problem:
+        raise HypotrackError(f"{arm} arm: {problem[1]}; change --batch-size, --num-generations or the --set values "
+                             "(GRPOConfig would refuse it)")
     if grpo.get("scale_rewards") not in (None, *SCALE_REWARDS, True, False):
         raise HypotrackError(f"{arm} arm: scale_rewards must be one of {', '.join(SCALE_REWARDS)}")
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from . import metrics as metric_names
 from .models import Experiment, Hypothesis
 from .project import Project
-from .settings_check import check_setting
+from .settings_check import batch_problem, check_setting
 from .yamlio import YamlDoc, YamlSyntaxError, dotted, read_yaml
 
 
@@ -34,7 +34,7 @@ class SpecError(Exception):
     """One or more problems in the user's YAML files."""
 
     def __init__(self, problems: list[Problem]):
-        self.problems = problems
+        self.problems = list(dict.fromkeys(problems))  # a problem found along two paths is reported once
         super().__init__("\n".join(str(p) for p in problems))
 
 
@@ -48,6 +48,9 @@ class Library:
     docs: dict[Path, YamlDoc] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     partial: bool = False  # only some files were loaded (validate PATH...)
+    # Every experiment file read so far (None: it had problems), so one used by several hypotheses is
+    # read, and its problems reported, once.
+    experiments_read: dict[Path, Experiment | None] = field(default_factory=dict)
 
     def raise_if_problems(self) -> None:
         if self.problems:
@@ -116,6 +119,13 @@ def _problem(library: Library, path: Path, loc: tuple[Any, ...], message: str) -
 
 
 def load_experiment(path: Path, library: Library) -> Experiment | None:
+    key = path.resolve()
+    if key not in library.experiments_read:
+        library.experiments_read[key] = _load_experiment(path, library)
+    return library.experiments_read[key]
+
+
+def _load_experiment(path: Path, library: Library) -> Experiment | None:
     experiment = _parse(path, Experiment, library)
     if not isinstance(experiment, Experiment):
         return None
@@ -125,6 +135,10 @@ def load_experiment(path: Path, library: Library) -> Experiment | None:
         message = check_setting(key, value)
         if message:
             _problem(library, path, ("settings", key), message)
+    problem = batch_problem(experiment.settings)
+    if problem:
+        _problem(library, path, ("settings", problem[0]), problem[1])
+    _check_plants(library, path, ("plant",), experiment.plant)
     if experiment.trainer == "critic" and experiment.critic is not None:
         _check_section(library, path, "critic", experiment.critic, "hypotrack.critic.settings", "CriticSettings")
     if experiment.trainer == "parity" and experiment.parity is not None:
@@ -146,6 +160,14 @@ def _check_section(library: Library, path: Path, key: str, data: dict, module: s
         for err in exc.errors():
             message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
             _problem(library, path, (*key.split("."), *err["loc"]), message)
+
+
+def _check_plants(library: Library, path: Path, loc: tuple[Any, ...], names: list[str]) -> None:
+    from hypotrack.toy.fault_catalog import FAULTS
+
+    for index, name in enumerate(names):
+        if name not in FAULTS:
+            _problem(library, path, (*loc, index), f"unknown planted fault {name!r} (known: {', '.join(sorted(FAULTS))})")
 
 
 def _yaml_files(directory: Path) -> list[Path]:
@@ -256,9 +278,15 @@ def _cross_check(library: Library, check_metrics: bool) -> None:
             message = check_setting(key, value)
             if message:
                 _problem(library, path, ("treatment", "set", key), message)
+        _check_plants(library, path, ("treatment", "plant"), hypothesis.treatment.plant or [])
         experiment = _experiment_for(library, hypothesis, path)
         if experiment is None:
             continue
+        if hypothesis.treatment.set and not batch_problem(experiment.settings):  # else reported at the experiment
+            problem = batch_problem({**experiment.settings, **hypothesis.treatment.set})
+            if problem:
+                _problem(library, path, ("treatment", "set", problem[0]) if problem[0] in hypothesis.treatment.set
+                         else ("treatment", "set"), f"{problem[1]} (with the settings of experiment {experiment.name})")
         for key in ("critic", "parity"):
             changes = getattr(hypothesis.treatment, key)
             if changes:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, create_model, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, create_model, field_validator, model_validator
 
 from .run_settings import RUN_SETTINGS, VALUE_BOUNDS, RunSetting, command_line
 from .triage import Triage
@@ -138,14 +138,29 @@ class Experiment(_Strict):
                 raise ValueError(f"reward function {path!r} must look like 'pkg.module:function'")
         return value
 
+    # Checks against `rewards` are field validators (rewards is declared first) so that an error names
+    # the key at fault and its line, not the top of the file.
+    @field_validator("reward_weights")
+    @classmethod
+    def _one_weight_per_reward(cls, value: list[float] | None, info: ValidationInfo) -> list[float] | None:
+        rewards = info.data.get("rewards")
+        if value is not None and rewards is not None and len(value) != len(rewards):
+            raise ValueError(f"reward_weights has {len(value)} weight{'s' if len(value) != 1 else ''} for "
+                             f"{len(rewards)} reward function{'s' if len(rewards) != 1 else ''}: give one per reward")
+        return value
+
+    @field_validator("task_reward")
+    @classmethod
+    def _task_reward_is_a_reward(cls, value: str | None, info: ValidationInfo) -> str | None:
+        rewards = info.data.get("rewards")
+        if value is not None and rewards is not None:
+            _task_reward_index(value, rewards)  # raises for a name that is not one of the rewards
+        return value
+
     @model_validator(mode="after")
     def _consistent(self) -> "Experiment":
         if self.trainer == "grpo" and not self.rewards:
             raise ValueError("a grpo experiment needs at least one reward function in 'rewards'")
-        if self.reward_weights is not None and len(self.reward_weights) != len(self.rewards):
-            raise ValueError("reward_weights needs one weight per reward function")
-        if self.task_reward is not None:
-            self.task_reward_index()  # raises for a name that is not one of the rewards
         if self.trainer == "critic" and self.critic is None:
             raise ValueError("trainer 'critic' needs a 'critic:' section")
         if self.trainer == "parity" and self.parity is None:
@@ -155,13 +170,15 @@ class Experiment(_Strict):
 
     def task_reward_index(self) -> int:
         """Position of the task reward in `rewards` (the first unless `task_reward` names another)."""
-        if self.task_reward is None:
-            return 0
-        for index, path in enumerate(self.rewards):
-            if self.task_reward in (path, path.rsplit(":", 1)[-1]):
-                return index
-        names = ", ".join(path.rsplit(":", 1)[-1] for path in self.rewards)
-        raise ValueError(f"task_reward {self.task_reward!r} is not one of the reward functions ({names})")
+        return 0 if self.task_reward is None else _task_reward_index(self.task_reward, self.rewards)
+
+
+def _task_reward_index(task_reward: str, rewards: list[str]) -> int:
+    for index, path in enumerate(rewards):
+        if task_reward in (path, path.rsplit(":", 1)[-1]):
+            return index
+    names = ", ".join(path.rsplit(":", 1)[-1] for path in rewards)
+    raise ValueError(f"task_reward {task_reward!r} is not one of the reward functions ({names})")
 
 
 # --------------------------------------------------------------------------- hypothesis

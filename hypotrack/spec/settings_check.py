@@ -81,6 +81,42 @@ def check_setting(key: str, value: Any) -> str | None:
     return f"{key} {problem}" if problem else None
 
 
+# GRPOConfig's defaults (trl 1.16) for the batch geometry, used where the settings leave them out.
+BATCH_DEFAULTS = {"per_device_train_batch_size": 8, "num_generations": 8, "gradient_accumulation_steps": 1}
+
+
+def batch_problem(grpo: dict[str, Any], processes: int = 1) -> tuple[str, str] | None:
+    """(the setting at fault, why) when GRPOConfig would refuse this batch geometry, else None.
+
+    The same rules as GRPOConfig.__post_init__ (trl 1.16), checked without importing trl: a generation
+    batch holds whole prompt groups, and is a whole number of training batches.
+    """
+    def get(key: str) -> Any:
+        value = grpo.get(key)
+        return BATCH_DEFAULTS.get(key) if value is None else value
+
+    batch, generations = get("per_device_train_batch_size"), get("num_generations")
+    generation_batch, steps = grpo.get("generation_batch_size"), grpo.get("steps_per_generation")
+    if not all(isinstance(v, int) and v >= 1 for v in (batch, generations, get("gradient_accumulation_steps"))):
+        return None  # a type or bound problem, reported on its own
+    if generation_batch is not None and steps is not None:
+        return ("steps_per_generation", "generation_batch_size and steps_per_generation cannot both be set "
+                                        "(GRPOConfig derives one from the other)")
+    global_batch = batch * processes
+    if generation_batch is not None:
+        if generation_batch % global_batch:
+            return ("generation_batch_size", f"generation_batch_size ({generation_batch}) must be a multiple of the "
+                                             f"batch size ({global_batch})")
+    else:
+        generation_batch = global_batch * (steps if steps is not None else get("gradient_accumulation_steps"))
+    if generation_batch % generations:
+        key = "generation_batch_size" if grpo.get("generation_batch_size") is not None else \
+            "per_device_train_batch_size"
+        return (key, f"the generation batch ({generation_batch} completions) must be a multiple of num_generations "
+                     f"({generations}) so every prompt gets a whole group")
+    return None
+
+
 def coerce_cli_value(raw: str) -> Any:
     """Read a `--set KEY=VALUE` value the way YAML would (so 1e-5 is a float, true a bool)."""
     from .yamlio import _Loader  # the same resolver as the files
