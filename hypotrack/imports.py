@@ -22,6 +22,9 @@ def import_object(path: str, search_dir: str | Path | None = None, what: str = "
     except ModuleNotFoundError as exc:
         raise HypotrackError(f"{what} {path!r}: cannot import module {exc.name!r} "
                              f"(looked on sys.path and beside the experiment file in {search_dir})") from None
+    except SystemExit as exc:  # a script's `sys.exit()` at import must not end hypotrack silently
+        raise HypotrackError(f"{what} {path!r}: importing {module_name} called sys.exit({exc.code!r}); code that "
+                             "runs as a script belongs under `if __name__ == \"__main__\":`") from None
     except Exception as exc:  # noqa: BLE001 - user code may fail at import in any way
         raise HypotrackError(f"{what} {path!r}: importing {module_name} failed: {type(exc).__name__}: {exc}") from None
     try:

@@ -14,6 +14,8 @@ import traceback
 from collections import Counter
 from typing import Any, Callable
 
+from hypotrack.errors import HypotrackError
+
 
 class RewardErrorLog:
     def __init__(self) -> None:
@@ -38,8 +40,6 @@ def wrap_reward(func: Callable[..., Any], log: RewardErrorLog) -> Callable[..., 
         completions = kwargs.get("completions", args[0] if args else [])
         try:
             values = func(*args, **kwargs)
-            log.scored[name] += sum(1 for v in values or [] if _finite(v))
-            return values
         except Exception as exc:  # noqa: BLE001 - user code; counted and reported
             log.step_counts[name] += 1
             log.total[name] += 1
@@ -47,9 +47,35 @@ def wrap_reward(func: Callable[..., Any], log: RewardErrorLog) -> Callable[..., 
                 frame = traceback.extract_tb(exc.__traceback__)[-1]
                 log.first_message[name] = f"{type(exc).__name__}: {exc} ({frame.filename}:{frame.lineno})"
             return [None] * len(completions)
+        check_reward_values(name, values, len(completions))  # a wrong shape or type is a bug: the arm stops
+        log.scored[name] += sum(1 for v in values if _finite(v))
+        return values
 
     guarded.__name__ = name
     return guarded
+
+
+class RewardContractError(HypotrackError):
+    """A reward function returned something TRL cannot use (not one number or None per completion)."""
+
+
+def check_reward_values(name: str, values: Any, expected: int) -> None:
+    """TRL needs one number (or None) per completion; say which function broke that, and how."""
+    if isinstance(values, (str, bytes, dict)) or not hasattr(values, "__len__"):
+        raise RewardContractError(f"reward function {name!r} returned {type(values).__name__} {_short(values)}: "
+                                  f"it must return a list with one number (or None) per completion ({expected})")
+    if len(values) != expected:
+        raise RewardContractError(f"reward function {name!r} returned {len(values)} values for {expected} "
+                                  "completions: it must return one number (or None) per completion")
+    for index, value in enumerate(values):
+        if value is not None and (isinstance(value, (str, bytes)) or not hasattr(type(value), "__float__")):
+            raise RewardContractError(f"reward function {name!r} returned {type(value).__name__} {_short(value)} "
+                                      f"for completion {index}: rewards must be numbers (or None for no score)")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _finite(value: Any) -> bool:
