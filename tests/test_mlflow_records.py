@@ -176,3 +176,29 @@ def test_a_test_whose_arms_do_not_apply_still_says_what_it_is(tracker: Tracker, 
     run = tracker.client.get_run(parent)
     assert run.data.params["experiment"] == "toy_arith" and run.data.params["treatment"] == "none"
     assert run.data.tags[Tags.NOTE].startswith("**Running**: h06 LoRA weight sync\n\nNo arm trained.")
+
+
+RACE = """
+import sys, time
+from pathlib import Path
+from hypotrack.tracking import Tracker
+uri, barrier, me = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+(barrier / me).touch()
+while len(list(barrier.iterdir())) < 2:  # both are past their imports: go at the same instant
+    time.sleep(0.001)
+print(Tracker(uri).experiment_id("hypotrack/h01"))
+"""
+
+
+def test_two_first_runs_racing_on_a_new_store_both_get_the_one_experiment(tmp_path: Path) -> None:
+    """Two processes creating a new SQLite store at once: MLflow's migrations and the experiment are made once."""
+    import subprocess
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    racers = [subprocess.Popen([sys.executable, "-c", RACE, uri, str(barrier), name], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True) for name in ("a", "b")]
+    results = [racer.communicate(timeout=120) for racer in racers]
+    assert all(racer.returncode == 0 for racer in racers), results
+    assert results[0][0].strip() == results[1][0].strip() != "", results
