@@ -288,6 +288,12 @@ CORPUS = [
     ("set-both-generation-settings", "load-time", nothing,
      ["run", "h01", "--set", "generation_batch_size=32", "--set", "steps_per_generation=2", "--dry-run"],
      [r"generation_batch_size and steps_per_generation cannot both be set"]),
+    ("set-auto-find-batch-size", "load-time", nothing, ["run", "h01", "--set", "auto_find_batch_size=true", "--dry-run"],
+     [r"treatment arm: GRPO cannot shrink the batch on out-of-memory"]),
+    ("experiment-clip-range-reversed", "load-time",
+     edit(TOY, "learning_rate: 5e-4", "learning_rate: 5e-4\n  vllm_importance_sampling_clip_min: 3.0\n"
+                                      "  vllm_importance_sampling_clip_max: 2.0"), ["validate"],
+     [r"toy_arith\.yaml:\d+: settings\.vllm_importance_sampling_clip_min: .* must be less than"]),
     ("treatment-unknown-loss-type", "load-time", edit(H06, "treatment:\n", "treatment:\n  loss_type: bogus\n"), ["validate"],
      [r"h06_lora_weight_sync\.yaml:\d+: treatment\.loss_type: Input should be 'grpo'"]),
     ("treatment-unknown-plant", "load-time", edit(H06, "treatment:\n", "treatment:\n  plant: [bogus_fault]\n"), ["validate"],

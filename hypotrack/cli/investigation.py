@@ -110,7 +110,8 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
               f"file {escape(str(ctx.library().hypothesis_files[hypothesis_id]))}\n\n{escape(hyp.statement.strip())}")
     if hyp.rationale:
         header += f"\n\n[dim]Rationale:[/] {escape(hyp.rationale.strip())}"
-    header += f"\n\n[dim]Test:[/] {escape(hyp.command_line())}   [dim]prerequisites:[/] {', '.join(hyp.prerequisites) or 'none'}"
+    header += (f"\n\n[dim]Test:[/] {escape(hyp.command_line())}   "
+               f"[dim]prerequisites:[/] {', '.join(hyp.prerequisites) or 'none'}")
     header += f"   [dim]hooks:[/] {', '.join(hyp.hooks) or 'none'}"
     header += f"\n[dim]Requires of the run:[/] {', '.join(hyp.requires) or 'nothing'}   [dim]effect measured on:[/] "
     header += "nothing (the criteria are the test)" if hyp.effect.outcome == "none" else (

@@ -111,7 +111,7 @@ def sqlite_path(url: str) -> Path | None:
     if parsed.get_backend_name() != "sqlite" or _in_memory(url):
         return None
     database = parsed.database
-    if parsed.query.get("uri") in ("true", "1") and database.startswith("file:"):  # sqlite:///file:PATH?mode=ro&uri=true
+    if parsed.query.get("uri") in ("true", "1") and database.startswith("file:"):  # sqlite:///file:PATH?uri=true
         database = database[len("file:"):]
     return Path(database)
 

@@ -57,7 +57,8 @@ def check_output_dir(folder: Path) -> None:
             pass
     except OSError as exc:
         raise HypotrackError(f"output folder {folder} (--output-dir): cannot write there ({exc.strerror or exc}); "
-                             "the runs' checkpoints, logs and metrics go under it. Give a folder you can write") from None
+                             "the runs' checkpoints, logs and metrics go under it. Give a folder you can "
+                             "write") from None
 
 
 def _check_dataset(dataset: str) -> None:

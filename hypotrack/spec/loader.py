@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from . import metrics as metric_names
 from .models import Experiment, Hypothesis
 from .project import Project
-from .settings_check import batch_problem, check_setting
+from .settings_check import config_problem, check_setting
 from .yamlio import YamlDoc, YamlSyntaxError, dotted, read_yaml
 
 
@@ -135,7 +135,7 @@ def _load_experiment(path: Path, library: Library) -> Experiment | None:
         message = check_setting(key, value)
         if message:
             _problem(library, path, ("settings", key), message)
-    problem = batch_problem(experiment.settings)
+    problem = config_problem(experiment.settings)
     if problem:
         _problem(library, path, ("settings", problem[0]), problem[1])
     _check_plants(library, path, ("plant",), experiment.plant)
@@ -167,7 +167,8 @@ def _check_plants(library: Library, path: Path, loc: tuple[Any, ...], names: lis
 
     for index, name in enumerate(names):
         if name not in FAULTS:
-            _problem(library, path, (*loc, index), f"unknown planted fault {name!r} (known: {', '.join(sorted(FAULTS))})")
+            _problem(library, path, (*loc, index),
+                     f"unknown planted fault {name!r} (known: {', '.join(sorted(FAULTS))})")
 
 
 def _yaml_files(directory: Path) -> list[Path]:
@@ -282,8 +283,8 @@ def _cross_check(library: Library, check_metrics: bool) -> None:
         experiment = _experiment_for(library, hypothesis, path)
         if experiment is None:
             continue
-        if hypothesis.treatment.set and not batch_problem(experiment.settings):  # else reported at the experiment
-            problem = batch_problem({**experiment.settings, **hypothesis.treatment.set})
+        if hypothesis.treatment.set and not config_problem(experiment.settings):  # else reported at the experiment
+            problem = config_problem({**experiment.settings, **hypothesis.treatment.set})
             if problem:
                 _problem(library, path, ("treatment", "set", problem[0]) if problem[0] in hypothesis.treatment.set
                          else ("treatment", "set"), f"{problem[1]} (with the settings of experiment {experiment.name})")

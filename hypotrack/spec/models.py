@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, create_model, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, create_model, field_validator,
+                      model_validator)
 
 from .run_settings import RUN_SETTINGS, VALUE_BOUNDS, RunSetting, command_line
 from .triage import Triage

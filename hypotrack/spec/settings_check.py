@@ -85,12 +85,27 @@ def check_setting(key: str, value: Any) -> str | None:
 BATCH_DEFAULTS = {"per_device_train_batch_size": 8, "num_generations": 8, "gradient_accumulation_steps": 1}
 
 
-def batch_problem(grpo: dict[str, Any], processes: int = 1) -> tuple[str, str] | None:
-    """(the setting at fault, why) when GRPOConfig would refuse this batch geometry, else None.
+def config_problem(grpo: dict[str, Any], processes: int = 1) -> tuple[str, str] | None:
+    """(the setting at fault, why) when GRPOConfig would refuse these settings together, else None.
 
-    The same rules as GRPOConfig.__post_init__ (trl 1.16), checked without importing trl: a generation
-    batch holds whole prompt groups, and is a whole number of training batches.
+    The cross-field rules of GRPOConfig.__post_init__ (trl 1.16), checked without importing trl (seconds)
+    so that they are load-time errors: a generation batch holds whole prompt groups and is a whole number
+    of training batches, and a few switches exclude each other. (One field's own type and bounds are
+    check_setting's.)
     """
+    if grpo.get("auto_find_batch_size"):
+        return ("auto_find_batch_size", "GRPO cannot shrink the batch on out-of-memory (a generation batch must "
+                                        "hold whole prompt groups): lower per_device_train_batch_size instead")
+    if grpo.get("log_completions_hub_repo") is not None and not grpo.get("log_completions"):
+        return ("log_completions_hub_repo", "log_completions_hub_repo needs log_completions: true")
+    low, high = grpo.get("vllm_importance_sampling_clip_min"), grpo.get("vllm_importance_sampling_clip_max")
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)) and low >= high:
+        return ("vllm_importance_sampling_clip_min", f"vllm_importance_sampling_clip_min ({low}) must be less than "
+                                                     f"vllm_importance_sampling_clip_max ({high})")
+    return _batch_problem(grpo, processes)
+
+
+def _batch_problem(grpo: dict[str, Any], processes: int) -> tuple[str, str] | None:
     def get(key: str) -> Any:
         value = grpo.get(key)
         return BATCH_DEFAULTS.get(key) if value is None else value
