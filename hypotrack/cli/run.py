@@ -123,21 +123,36 @@ def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | N
              if value not in (None, ())}
     if sets:
         given["set"] = _parse_sets(sets)
-    arms = [a.strip() for a in arm_names.split(",") if a.strip()] if arm_names else None
+    arms = _parse_arms(arm_names)
     # Recorded with the test run (a JSON column): paths and tuples become strings and lists.
     flags = json.loads(json.dumps({k: v for k, v in click.get_current_context().params.items()
                                    if v not in (None, False, (), "") and k not in ("hypothesis_id", "dry_run")},
                                   default=str))
     plan = prepare_test(ctx.library(), hypothesis_id, experiment=experiment, settings=given, seeds=seeds,
                         arms=arms, deterministic=deterministic, flags=flags)
+    launch = LaunchOptions(launcher, processes, ray_address)
     if dry_run:
+        from hypotrack.run.launchers import check
         from hypotrack.run.preflight import preflight
 
-        preflight(plan.specs)  # a dry run finds the same missing model, dataset or import a run would
+        preflight(plan.specs)  # a dry run finds the same missing model, dataset, import or launcher a run would
+        check(launch)
         _print_plan(plan)
         return
-    launch = LaunchOptions(launcher, processes, ray_address)
     _run(ctx, plan, parallel, launch, output_dir, tracking_uri, mlflow_experiment)
+
+
+def _parse_arms(arm_names: str | None) -> list[str] | None:
+    if arm_names is None:
+        return None
+    arms = [a.strip() for a in arm_names.split(",")]
+    if not all(arms):
+        raise click.BadParameter(f"{arm_names!r}: give arm names separated by commas (control, treatment)",
+                                 param_hint="--arms")
+    repeated = sorted({arm for arm in arms if arms.count(arm) > 1})
+    if repeated:
+        raise click.BadParameter(f"{repeated[0]!r} is listed twice: each arm trains once per seed", param_hint="--arms")
+    return arms
 
 
 def _print_plan(plan) -> None:  # noqa: ANN001

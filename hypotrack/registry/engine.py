@@ -159,6 +159,8 @@ def _make_engine(url: str) -> Engine:
         return create_engine(url, pool_pre_ping=True)
     if not path.parent.exists():
         raise RegistryError(f"cannot create registry {path}: folder {path.parent} does not exist")
+    if path.is_dir():
+        raise RegistryError(f"registry {path} is a folder; give a file, for example {path / DEFAULT_FILE}")
     _refuse_mlflow_file(path, url)
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
 

@@ -70,6 +70,7 @@ class YamlSyntaxError(Exception):
 # An anchor may be reused (``<<: *defaults`` is common), but a document that expands past this
 # many values is an alias bomb, not a hypothesis: refuse it before it exhausts memory.
 MAX_VALUES = 20_000
+MAX_DEPTH = 64  # no hypothesis nests this deep; deeper is a generated or hostile file (and Python's stack)
 
 # Tags hypotrack reads; any other (``!!set``, ``!python/object``, ``!custom``) would be dropped
 # silently or read as something the author did not mean, so it is a problem with its line.
@@ -94,6 +95,8 @@ def read_yaml(path: Path, text: str | None = None) -> YamlDoc:
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
+    except RecursionError:
+        raise YamlSyntaxError(path, 1, "invalid YAML: nested too deeply to read") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -132,6 +135,9 @@ class _Builder:
         self.line = node.start_mark.line + 1
         if self.values > MAX_VALUES:
             raise _TooBig
+        if len(self.open_nodes) >= MAX_DEPTH:
+            self.doc.problems.append((self.line, _dotted(loc[:3]) + "...", f"nested more than {MAX_DEPTH} levels deep"))
+            return None
         if id(node) in self.open_nodes:
             self.doc.problems.append((self.line, _dotted(loc), "recursive alias: a value that contains itself"))
             return None
