@@ -45,10 +45,16 @@ class Tracker:
         if tracking_uri:
             mlflow.set_tracking_uri(tracking_uri)
         self.uri = mlflow.get_tracking_uri()
+        from mlflow.exceptions import MlflowException
+
         with store_lock(self.uri):
             relocate_artifacts(self.uri)
-            self.client = MlflowClient(self.uri)
-            self.client.search_experiments(max_results=1)  # creates (or migrates) a new store's tables now
+            try:
+                self.client = MlflowClient(self.uri)
+                self.client.search_experiments(max_results=1)  # creates (or migrates) a new store's tables now
+            except MlflowException as exc:
+                raise HypotrackError(f"the MLflow tracking URI {self.uri} (--tracking-uri or MLFLOW_TRACKING_URI) "
+                                     f"cannot be used: {first_line(exc)}") from None
 
     def experiment_id(self, name: str) -> str:
         """The experiment's id, created as a model-training experiment whose artifacts live beside the store."""
@@ -173,7 +179,7 @@ def refuse_unsafe_store(uri: str) -> None:
     if scheme and scheme not in TRACKING_SCHEMES:
         raise HypotrackError(
             f"the MLflow tracking URI {uri} (--tracking-uri or MLFLOW_TRACKING_URI) has a scheme MLflow cannot "
-            f"track to ({scheme}://). Give a folder, sqlite:///PATH.db, a database URL "
+            f"track to ({scheme}://). Give sqlite:///PATH.db, another database URL "
             f"({', '.join(s + '://' for s in DATABASE_SCHEMES)}) or a server (http://HOST:PORT).")
     path = sqlite_file(uri)
     if path is None:
@@ -182,7 +188,7 @@ def refuse_unsafe_store(uri: str) -> None:
             raise HypotrackError(
                 f"the MLflow tracking URI {uri} (--tracking-uri or MLFLOW_TRACKING_URI) is a file, and a path "
                 "there means an MLflow file store, which is a folder. Give MLflow a store of its own: "
-                "sqlite:///mlflow.db, a folder, or a server URL.")
+                "sqlite:///mlflow.db or a server URL.")
         return
     if not path.is_file():
         return
@@ -296,6 +302,10 @@ def close_orphaned_runs(registry, tracker: Tracker | None = None) -> int:  # noq
     return closed
 
 
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 class RunNotFound(LookupError):
     """No run with that id on that tracking URI (the message says which)."""
 
@@ -311,8 +321,8 @@ def read_run(run_id: str, tracking_uri: str | None = None) -> tuple[dict[str, li
     database = sqlite_file(uri)
     if database is not None and not database.exists():  # MLflow would create an empty store there
         raise RunNotFound(f"no MLflow store at tracking URI {uri} ({database} does not exist)")
-    client = MlflowClient(uri)
     try:
+        client = MlflowClient(uri)
         run = client.get_run(run_id)
     except MlflowException as exc:
         raise RunNotFound(f"no MLflow run {run_id!r} on tracking URI {uri} ({str(exc).splitlines()[0]})") from None

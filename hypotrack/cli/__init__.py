@@ -114,6 +114,8 @@ def friendly_error(exc: BaseException) -> tuple[str | None, int]:
         return f"Error: {exc}", 1
     if isinstance(exc, UnknownStatus):
         return f"Error: {exc}", 2
+    if type(exc).__module__.startswith("mlflow."):  # MLflow's refusals are the user's to fix (mlflow not imported here)
+        return f"Error: MLflow refused: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}", 1
     return None, 1
 
 
