@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from hypotrack.errors import HypotrackError
+from hypotrack.text import has_control
 
 EXPERIMENT_TEMPLATE = """\
 # Your run: the setup that does not improve. Every hypothesis is tested against it: its control arm is
@@ -182,8 +183,8 @@ def new_hypothesis(hypotheses_dir: Path, hypothesis_id: str, title: str, experim
     """
     if not re.fullmatch(r"h\d{2,}", hypothesis_id):
         raise HypotrackError(f"ID {hypothesis_id!r} must look like h11 (an h and two or more digits)")
-    if not title.strip() or "\n" in title:
-        raise HypotrackError("TITLE must be one line of text")
+    if not title.strip() or "\n" in title or has_control(title):
+        raise HypotrackError("TITLE must be one line of plain text (no control characters)")
     existing = sorted(hypotheses_dir.glob(f"{hypothesis_id}_*.y*ml")) + sorted(hypotheses_dir.glob(f"{hypothesis_id}.y*ml"))
     if existing:
         raise HypotrackError(f"{existing[0]} already declares {hypothesis_id}: edit it, or pick another id")

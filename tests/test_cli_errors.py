@@ -186,7 +186,8 @@ CORPUS = [
     ("db-mlflow-tables", "registry", mlflow_like("tracking.sqlite"), ["--db", "{tmp}/tracking.sqlite", "note", "h06", "x"],
      [r"tracking\.sqlite is an MLflow tracking database"]),
     ("db-upgrade-bad-revision", "registry", nothing, ["db", "upgrade", "--revision", "9999"], [r"revision '9999'"]),
-    ("db-downgrade-bad-revision", "registry", nothing, ["db", "downgrade", "zzz"], [r"revision 'zzz'"]),
+    ("db-downgrade-bad-revision", "registry", nothing, ["db", "downgrade", "zzz", "--yes"], [r"revision 'zzz'"]),
+    ("db-downgrade-without-yes", "registry", nothing, ["db", "downgrade", "base"], [r"deletes .* Add --yes to do it"]),
     ("run-unknown-setting", "flags", nothing, ["run", "h01", "--set", "not_a_field=1", "--dry-run"],
      [r"--set not_a_field.*'not_a_field' is not a GRPOConfig field"]),
     ("run-bad-setting-type", "flags", nothing, ["run", "h01", "--set", "learning_rate=abc", "--dry-run"],
@@ -333,6 +334,10 @@ CORPUS = [
     ("run-new-file-store", "tracebacks", nothing,
      ["run", "h01", "--arms", "control", "--seeds", "1", "--max-steps", "1", "--tracking-uri", "file:{tmp}/newstore"],
      [r"the MLflow tracking URI file:.*newstore .* cannot be used: The filesystem tracking backend"]),
+    ("new-on-a-missing-experiment", "silent", nothing, ["new", "h99", "Reward model drifts"],
+     [r"--experiment: experiment 'my_run' not found .*hypotrack init"]),
+    ("new-title-with-escapes", "unsafe-text", nothing, ["new", "h99", "bad \x1b[2J title", "--experiment", "toy_arith"],
+     [r"TITLE must be one line of plain text"]),
     ("registry-in-memory", "silent", nothing, ["--db", "sqlite://", "mark", "h01", "validated"],
      [r"registry URL 'sqlite://' is an in-memory SQLite database"]),
     ("registry-in-memory-named", "silent", nothing, ["--db", "sqlite:///:memory:", "note", "h01", "x"], [r"in-memory SQLite database"]),
@@ -431,6 +436,7 @@ def test_bad_input(case, kind, setup, argv, patterns, run_cli, cli_env, project_
     watched = [p for p in tmp_path.glob("*") if p.suffix in (".db", ".sqlite")]
     before = {p: p.read_bytes() for p in watched}
     rows_before = registry_dump(registry_path)
+    project_before = _snapshot(project_dir)
     port = (tmp_path / "port").read_text() if (tmp_path / "port").exists() else ""
     args = [a.replace("{tmp}", str(tmp_path)).replace("{port}", port) for a in argv]
     if case in SUBPROCESS:
@@ -451,8 +457,14 @@ def test_bad_input(case, kind, setup, argv, patterns, run_cli, cli_env, project_
     for path, data in before.items():  # the registry (and any other database) byte for byte as it was
         assert path.read_bytes() == data, f"{path.name} changed"
     assert registry_dump(registry_path) == rows_before  # what a reader sees, write-ahead log included
+    assert _snapshot(project_dir) == project_before  # no file written, changed or left half-made
     assert not (tmp_path / "no").exists() and not (tmp_path / "outputs").exists() and not (tmp_path / "mlruns").exists()
     assert "dry run" not in output  # nothing got as far as planning, let alone training
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts}
 
 
 def test_corpus_covers_every_class():

@@ -64,7 +64,9 @@ def test_db_commands(run_cli, registry_path):
     assert result.returncode == 0 and f"at revision {engine_mod.HEAD_REVISION}" in result.stdout, result.stderr
     result = run_cli("db", "current")
     assert f"revision {engine_mod.HEAD_REVISION} (current)" in result.stdout
-    result = run_cli("db", "downgrade", "base")
+    refused = run_cli("db", "downgrade", "base")
+    assert refused.returncode == 2 and "Add --yes" in refused.stderr, refused.stderr
+    result = run_cli("db", "downgrade", "base", "--yes")
     assert result.returncode == 0 and "at revision base" in result.stdout, result.stderr
     assert "behind head" in run_cli("db", "current").stdout
     # any ordinary command migrates on open

@@ -36,16 +36,20 @@ def upgrade(ctx: Context, revision: str) -> None:
 
 @db.command()
 @click.argument("revision")
+@click.option("--yes", is_flag=True, help="Yes, delete what the later revisions hold.")
 @pass_ctx
-def downgrade(ctx: Context, revision: str) -> None:
-    """Migrate the registry down to REVISION ('base' drops every table).
+def downgrade(ctx: Context, revision: str, yes: bool) -> None:
+    """Migrate the registry down to REVISION ('base' drops every table: every status, note and run).
 
     \b
     Example:
-        hypotrack db downgrade base
+        hypotrack db downgrade 0002 --yes
     """
     from hypotrack.registry.engine import current_revision, downgrade as run_downgrade
 
+    if not yes:  # a downgrade deletes data; on a shared registry, everyone's
+        raise click.UsageError(f"downgrading to {revision!r} deletes the tables and columns of the later revisions "
+                               "(to 'base': every status, note and run). Add --yes to do it")
     registry = _open_unmigrated(ctx)
     run_downgrade(registry.url, registry.engine, revision)
     click.echo(f"{registry.shown_url}: at revision {current_revision(registry.engine) or 'base'}")

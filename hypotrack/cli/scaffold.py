@@ -53,11 +53,19 @@ def new(ctx: Context, hypothesis_id: str, title: str, experiment: str, statement
     """
     from hypotrack.scaffold import new_hypothesis
     from hypotrack.spec import Project, SpecError, load_library
+    from hypotrack.spec.loader import resolve_experiment_path
 
     project = Project.locate(ctx.project_root)
-    shipped = load_library(project).hypothesis_files
-    path = new_hypothesis(project.hypotheses_dir, hypothesis_id, title, experiment, statement, taken=shipped)
-    library = load_library(project, [path])
-    if library.problems:
-        raise SpecError(library.problems)
+    library = load_library(project)
+    if experiment not in library.experiments and not resolve_experiment_path(experiment, project).exists():
+        known = ", ".join(sorted(library.experiments)) or "none"
+        hint = "; `hypotrack init` writes the my_run template" if experiment == "my_run" else ""
+        raise click.BadParameter(f"experiment {experiment!r} not found (known: {known}){hint}",
+                                 param_hint="--experiment")
+    path = new_hypothesis(project.hypotheses_dir, hypothesis_id, title, experiment, statement,
+                          taken=library.hypothesis_files)
+    written = load_library(project, [path])
+    if written.problems:  # a file every later command would trip over is not left behind
+        path.unlink()
+        raise SpecError(written.problems)
     click.echo(f"created {path}: edit its statement, treatment and criteria, then `hypotrack run {hypothesis_id}`")
