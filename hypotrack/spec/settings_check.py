@@ -76,6 +76,8 @@ def check_setting(key: str, value: Any) -> str | None:
             return f"{key!r} is not a GRPOConfig field of trl {TRL_VERSION}{hint}"
         kind, where = GRPO_FIELDS[key], f"grpo.{key}"
     if not _matches(value, kind):
+        if isinstance(value, str) and any(option.startswith("literal:") for option in kind.split("|")):
+            return f"{key} = {value!r} is not a value trl {TRL_VERSION} accepts: {_describe(kind)}"
         return f"{key} = {value!r} has the wrong type: expected {_describe(kind)}"
     problem = bounds_problem(where, value)
     return f"{key} {problem}" if problem else None

@@ -1,5 +1,5 @@
 """Generate hypotrack/spec/grpo_fields.py from the installed trl.GRPOConfig."""
-import dataclasses, typing, types, sys
+import dataclasses, enum, typing, types, sys
 import trl
 from trl import GRPOConfig
 
@@ -8,6 +8,9 @@ def kind(tp):
     args = typing.get_args(tp)
     if origin in (typing.Union, types.UnionType):
         inner = [a for a in args if a is not type(None)]
+        if any(isinstance(a, type) and issubclass(a, enum.Enum) for a in inner):
+            # `SchedulerType | str`: TrainingArguments turns the string into the enum and refuses others
+            inner = [a for a in inner if a is not str]
         ks = sorted({kind(a) for a in inner})
         return "|".join(ks) + ("|none" if type(None) in args else "")
     if origin is typing.Literal:
@@ -18,7 +21,9 @@ def kind(tp):
     if tp is str: return "str"
     if origin in (list, tuple) or tp in (list, tuple): return "list"
     if origin is dict or tp is dict: return "dict"
-    if isinstance(tp, type) and issubclass(tp, str): return "str"  # enums of str
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return "literal:" + ",".join(str(member.value) for member in tp)
+    if isinstance(tp, type) and issubclass(tp, str): return "str"
     return "any"
 
 hints = typing.get_type_hints(GRPOConfig)
