@@ -102,7 +102,7 @@ class Tracker:
             profile["columns"] = list(columns)
         dataset = Dataset(name=name, digest=digest[:36], source_type=source_type, source=json.dumps(source),
                           profile=json.dumps(profile))
-        self.client.log_inputs(run_id, datasets=[DatasetInput(dataset, [InputTag("mlflow.data.context", context)])])
+        self._log_inputs(run_id, [DatasetInput(dataset, [InputTag("mlflow.data.context", context)])])
 
     def gather_datasets(self, run_id: str, from_run_ids: list[str]) -> None:
         """Log on `run_id` every distinct dataset input of the given runs (a parent lists its arms' data)."""
@@ -111,7 +111,25 @@ class Tracker:
             for item in self.client.get_run(source_id).inputs.dataset_inputs:
                 inputs.setdefault((item.dataset.name, item.dataset.digest), item)
         if inputs:
-            self.client.log_inputs(run_id, datasets=list(inputs.values()))
+            self._log_inputs(run_id, list(inputs.values()))
+
+    def _log_inputs(self, run_id: str, datasets: list[DatasetInput]) -> None:
+        """MLflow creates a dataset row the first time it is logged, without a lock: two tests logging the same
+        data at once (two runs of one hypothesis) both insert it and one fails. Take turns on a SQLite store;
+        elsewhere, the second attempt finds the row the other made."""
+        from mlflow.exceptions import MlflowException
+
+        with store_lock(self.uri):
+            for attempt in range(3):
+                try:
+                    self.client.log_inputs(run_id, datasets=datasets)
+                    return
+                except MlflowException as exc:
+                    duplicate = any(word in str(exc) for word in ("UNIQUE constraint", "duplicate key",
+                                                                  "IntegrityError"))
+                    if not duplicate or attempt == 2:
+                        raise
+                    time.sleep(0.1 * (attempt + 1))
 
     def log_params(self, run_id: str, params: dict[str, Any]) -> None:
         items = [Param(k, _param(v)) for k, v in sorted(params.items())]

@@ -186,12 +186,17 @@ uri, barrier, me = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 (barrier / me).touch()
 while len(list(barrier.iterdir())) < 2:  # both are past their imports: go at the same instant
     time.sleep(0.001)
-print(Tracker(uri).experiment_id("hypotrack/h01"))
+tracker = Tracker(uri)
+experiment = tracker.experiment_id("hypotrack/h01")
+run = tracker.create_run(experiment, me, {})
+tracker.log_dataset(run, "toy-arith", "f7bb45461c58b255", "code", {"task": "arith"}, 512)  # the same data, at once
+print(experiment)
 """
 
 
-def test_two_first_runs_racing_on_a_new_store_both_get_the_one_experiment(tmp_path: Path) -> None:
-    """Two processes creating a new SQLite store at once: MLflow's migrations and the experiment are made once."""
+def test_two_first_runs_racing_on_a_new_store_both_get_the_one_experiment_and_dataset(tmp_path: Path) -> None:
+    """Two tests starting at once on a new SQLite store: MLflow's tables, the experiment and the dataset row
+    they both log are each made once, and neither test fails."""
     import subprocess
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
