@@ -161,3 +161,14 @@ def test_help_and_version(run_cli):
     for command in ("status", "next", "show", "validate", "mark", "note", "log", "report", "db", "run"):
         assert f"  {command} " in out
     assert "0.1.0" in ok(run_cli("--version"))
+
+
+def test_what_a_hypothesis_requires_is_checked_on_the_users_run_whichever_arms_train(run_cli) -> None:
+    """h01 requires group scaling and its treatment turns it off: training the treatment arm alone must not
+    make the run look like one without group scaling. h03 requires a KL term, which toy_arith lacks."""
+    treatment_only = run_cli("run", "h01", "--arms", "treatment", "--dry-run")
+    assert treatment_only.returncode == 0, treatment_only.stderr
+    assert "does not apply" not in treatment_only.stdout
+    no_kl = run_cli("run", "h03", "--arms", "treatment", "--dry-run")
+    assert no_kl.returncode == 0, no_kl.stderr
+    assert "h03 does not apply to this run: the experiment has no KL term" in " ".join(no_kl.stdout.split())

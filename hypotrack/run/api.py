@@ -22,7 +22,7 @@ from typing import Any
 from hypotrack.errors import HypotrackError
 from hypotrack.protocol import ArmSpec
 from hypotrack.run.lifecycle import RunOptions, TestOutcome, run_test
-from hypotrack.run.plan import config_hash, resolve_arms
+from hypotrack.run.plan import config_hash, control_spec, resolve_arms, unmet_requirements
 from hypotrack.run.workers import Display
 from hypotrack.spec.loader import Library, load_experiment, resolve_experiment_path
 from hypotrack.spec.models import Hypothesis, Overrides
@@ -36,6 +36,8 @@ class TestPlan:
     hypothesis_file: Path
     specs: list[ArmSpec]
     flags: dict[str, Any] = field(default_factory=dict)  # recorded with the test run
+    # Why the hypothesis cannot apply to the user's run (its control arm, trained or not); empty when it can.
+    unmet: list[str] = field(default_factory=list)
 
     @property
     def config_hash(self) -> str:
@@ -66,7 +68,8 @@ def prepare_test(library: Library, hypothesis_id: str, *, experiment: str | None
         _check_fault(name)
     specs = resolve_arms(hypothesis, exp, exp_path, overrides, seeds=list(range(seeds)) if seeds else None,
                          arms=arms, deterministic=deterministic)
-    return TestPlan(hypothesis, library.hypothesis_files[hypothesis.id], specs, dict(flags or {}))
+    unmet = unmet_requirements(hypothesis, control_spec(hypothesis, exp, exp_path, overrides))
+    return TestPlan(hypothesis, library.hypothesis_files[hypothesis.id], specs, dict(flags or {}), unmet)
 
 
 def _check_fault(name: str) -> None:
@@ -84,4 +87,5 @@ def run_prepared(plan: TestPlan, registry, options: RunOptions | None = None,  #
     options = options or RunOptions()
     if not options.flags:
         options.flags = plan.flags
-    return run_test(plan.hypothesis, plan.hypothesis_file, plan.specs, registry, options, display, on_start)
+    return run_test(plan.hypothesis, plan.hypothesis_file, plan.specs, registry, options, display, on_start,
+                    unmet=plan.unmet)

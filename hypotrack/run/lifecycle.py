@@ -67,6 +67,7 @@ def run_test(
     options: RunOptions,
     display: Display | None = None,
     on_start: Callable[[str, str, str], None] | None = None,
+    unmet: list[str] | None = None,
 ) -> TestOutcome:
     from hypotrack.registry import store
     from hypotrack.tracking import Tracker, close_orphaned_runs
@@ -75,8 +76,9 @@ def run_test(
     output_root = options.output_dir or Path.cwd() / "outputs"
     check_output_dir(output_root)
     launchers.check(options.launch)
-    control = next((s for s in specs if s.arm == "control"), specs[0])
-    unmet = unmet_requirements(hypothesis, control)  # then nothing trains: the verdict says why
+    control = next((s for s in specs if s.arm == "control"), None)
+    if unmet is None:  # what the hypothesis requires is checked on the user's run, never on the treatment
+        unmet = unmet_requirements(hypothesis, control) if control is not None else []
     tracker = Tracker(options.tracking_uri)
     close_orphaned_runs(registry, tracker)
     arms_used = sorted({s.arm for s in specs}, key=ARMS.index)
@@ -116,7 +118,7 @@ def run_test(
         if unmet:
             verdict = not_applicable(unmet)
         else:
-            verdict = decide(hypothesis, series_by_arm(arms), seeds, failed, trainer=control.trainer)
+            verdict = decide(hypothesis, series_by_arm(arms), seeds, failed, trainer=specs[0].trainer)
         log_outcome(tracker, parent_id, arms, verdict, out_root)
         if verdict.effect is not None:
             tracker.log_metrics(parent_id, verdict.effect.metrics(), 0)

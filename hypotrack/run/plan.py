@@ -26,6 +26,8 @@ from hypotrack.spec.vocabulary import SCALE_REWARDS
 # GRPOConfig's defaults (trl 1.16) for the values a factor multiplies when the experiment does not set them.
 DEFAULTS = {"learning_rate": 1e-6, "num_generations": 8, "max_completion_length": 256,
             "per_device_train_batch_size": 8}
+# What the command line may change in the treatment arm only.
+TREATMENT_FLAGS = (*TREATMENT_SETTINGS, "set", "rewards")
 # Sampling exactly as TRL scores: log_softmax(logits / temperature) with nothing else.
 PLAIN_SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": None, "repetition_penalty": 1.0}
 
@@ -125,6 +127,54 @@ def resolve_arms(
     deterministic: bool = False,
 ) -> list[ArmSpec]:
     """One ArmSpec per arm x seed; raises HypotrackError for settings that cannot work."""
+    per_arm = _resolved_arms(hypothesis, experiment, cli)
+    chosen_arms = arms or list(hypothesis.arms)
+    for arm in chosen_arms:
+        if arm not in per_arm:
+            raise HypotrackError(f"--arms: unknown arm {arm!r} (control, treatment)")
+    if "treatment" not in chosen_arms:
+        ignored = sorted(set(cli.model_dump(exclude_defaults=True)) & set(TREATMENT_FLAGS))
+        if ignored:
+            flags = ", ".join(SETTINGS_BY_NAME[name].flag_name if name in SETTINGS_BY_NAME else f"--{name}"
+                              for name in ignored)
+            raise HypotrackError(
+                f"{flags}: these flags change the treatment arm only, and --arms {','.join(chosen_arms)} does not run "
+                "it. To change the setup both arms share, edit the experiment file (its settings: or lora:).")
+    chosen_seeds = seeds if seeds is not None else list(experiment.seeds)
+    specs = []
+    for arm in chosen_arms:
+        resolved = per_arm[arm]
+        _check_resolved(resolved, arm)
+        for seed in chosen_seeds:
+            specs.append(_arm_spec(hypothesis, experiment, experiment_path, arm, seed, resolved, deterministic))
+    return specs
+
+
+def control_spec(hypothesis: Hypothesis, experiment: Experiment, experiment_path: Path, cli: Overrides) -> ArmSpec:
+    """The user's run as this test would train it (the control arm), whichever arms the test trains:
+    what a hypothesis requires of the run is checked on it."""
+    control = _resolved_arms(hypothesis, experiment, cli)["control"]
+    return _arm_spec(hypothesis, experiment, experiment_path, "control", experiment.seeds[0], control, False)
+
+
+def _arm_spec(hypothesis: Hypothesis, experiment: Experiment, experiment_path: Path, arm: str, seed: int,
+              resolved: dict[str, Any], deterministic: bool) -> ArmSpec:
+    return ArmSpec(
+        hypothesis_id=hypothesis.id, arm=arm, seed=seed, trainer=experiment.trainer,
+        experiment_name=experiment.name, experiment_dir=str(experiment_path.parent.resolve()),
+        model=resolved["model"], data=resolved["data"], rewards=resolved["rewards"],
+        reward_weights=resolved["reward_weights"], task_reward_index=resolved["task_reward_index"],
+        grpo=resolved["grpo"], lora=resolved["lora"],
+        max_steps=resolved["max_steps"], hooks=list(hypothesis.hooks),
+        hook_settings=dict(hypothesis.hook_settings), plant=resolved["plant"],
+        deterministic=deterministic, critic=resolved["critic"], parity=resolved["parity"],
+        repair_mask=resolved["repair_mask"],
+    )
+
+
+def _resolved_arms(hypothesis: Hypothesis, experiment: Experiment, cli: Overrides) -> dict[str, dict[str, Any]]:
+    """Each arm's settings: control is the experiment plus the setup flags; treatment adds the hypothesis's
+    treatment, then the treatment flags."""
     base = {
         "model": experiment.model,
         "data": experiment.data.model_dump(),
@@ -140,42 +190,10 @@ def resolve_arms(
         "parity": experiment.parity,
     }
     where = f"hypothesis {hypothesis.id}"
-    shared = _apply(base, cli, SETUP_SETTINGS, "command line")
-    _apply_fault_config(shared)
-    control = shared
+    control = _apply(base, cli, SETUP_SETTINGS, "command line")
+    _apply_fault_config(control)
     treatment = _apply(control, hypothesis.treatment, None, f"{where} treatment")
-    treatment_flags = (*TREATMENT_SETTINGS, "set", "rewards")
-    per_arm = {"control": control, "treatment": _apply(treatment, cli, treatment_flags, "command line")}
-    chosen_arms = arms or list(hypothesis.arms)
-    for arm in chosen_arms:
-        if arm not in per_arm:
-            raise HypotrackError(f"--arms: unknown arm {arm!r} (control, treatment)")
-    if "treatment" not in chosen_arms:
-        ignored = sorted(set(cli.model_dump(exclude_defaults=True)) & set(treatment_flags))
-        if ignored:
-            flags = ", ".join(SETTINGS_BY_NAME[name].flag_name if name in SETTINGS_BY_NAME else f"--{name}"
-                              for name in ignored)
-            raise HypotrackError(
-                f"{flags}: these flags change the treatment arm only, and --arms {','.join(chosen_arms)} does not run "
-                "it. To change the setup both arms share, edit the experiment file (its settings: or lora:).")
-    chosen_seeds = seeds if seeds is not None else list(experiment.seeds)
-    specs = []
-    for arm in chosen_arms:
-        resolved = per_arm[arm]
-        _check_resolved(resolved, arm)
-        for seed in chosen_seeds:
-            specs.append(ArmSpec(
-                hypothesis_id=hypothesis.id, arm=arm, seed=seed, trainer=experiment.trainer,
-                experiment_name=experiment.name, experiment_dir=str(experiment_path.parent.resolve()),
-                model=resolved["model"], data=resolved["data"], rewards=resolved["rewards"],
-                reward_weights=resolved["reward_weights"], task_reward_index=resolved["task_reward_index"],
-                grpo=resolved["grpo"], lora=resolved["lora"],
-                max_steps=resolved["max_steps"], hooks=list(hypothesis.hooks),
-                hook_settings=dict(hypothesis.hook_settings), plant=resolved["plant"],
-                deterministic=deterministic, critic=resolved["critic"], parity=resolved["parity"],
-                repair_mask=resolved["repair_mask"],
-            ))
-    return specs
+    return {"control": control, "treatment": _apply(treatment, cli, TREATMENT_FLAGS, "command line")}
 
 
 def unmet_requirements(hypothesis: Hypothesis, control: ArmSpec) -> list[str]:
