@@ -12,7 +12,9 @@ import pytest
 
 from runner_support import alive, cli, env_for, mlflow_runs, registry_rows, start_cli, wait_for_step
 
-pytestmark = pytest.mark.slow
+# Interrupts of two-arm runs, with the exact exit codes and MLflow states: they run with the interrupt
+# matrix (tests/test_interrupt_matrix.py) in its own CI step, outside the default run's 15 minutes.
+pytestmark = [pytest.mark.slow, pytest.mark.interrupt_matrix]
 
 LONG = ["--seeds", "1", "--batch-size", "8", "--num-generations", "4", "--parallel", "2"]
 
