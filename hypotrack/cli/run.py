@@ -159,13 +159,10 @@ def _print_plan(plan) -> None:  # noqa: ANN001
     from rich.markup import escape
     from rich.syntax import Syntax
 
-    from hypotrack.run.plan import unmet_requirements
-
     out = console()
     specs = plan.specs
-    unmet = unmet_requirements(plan.hypothesis, specs[0]) if specs else []
-    if unmet:
-        out.print(f"[bold]{plan.hypothesis.id} does not apply to this run[/]: {escape('; '.join(unmet))}. "
+    if plan.unmet:
+        out.print(f"[bold]{plan.hypothesis.id} does not apply to this run[/]: {escape('; '.join(plan.unmet))}. "
                   "A real run records it not_applicable and trains nothing.")
     out.print(f"[bold]{len(specs)} runs[/] (config hash {plan.config_hash}); nothing is trained in a dry run.")
     shown = set()
