@@ -20,7 +20,7 @@ from hypotrack.errors import HypotrackError
 from hypotrack.protocol import ArmSpec
 from hypotrack.spec.models import IMPORT_PATH, Experiment, Hypothesis, Overrides
 from hypotrack.spec.run_settings import SETTINGS_BY_NAME, SETUP_SETTINGS, TREATMENT_SETTINGS
-from hypotrack.spec.settings_check import config_problem, check_setting
+from hypotrack.spec.settings_check import check_setting, config_problem
 from hypotrack.spec.vocabulary import SCALE_REWARDS
 
 # GRPOConfig's defaults (trl 1.16) for the values a factor multiplies when the experiment does not set them.

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from . import metrics as metric_names
 from .models import Experiment, Hypothesis
 from .project import Project
-from .settings_check import config_problem, check_setting
+from .settings_check import check_setting, config_problem
 from .yamlio import YamlDoc, YamlSyntaxError, dotted, read_yaml
 
 

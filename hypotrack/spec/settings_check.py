@@ -1,5 +1,6 @@
 """Type- and bound-checks GRPOConfig and LoRA settings: the generated field table gives the types,
-run_settings.VALUE_BOUNDS the bounds (the same ones the flags and the YAML models apply)."""
+run_settings.VALUE_BOUNDS the bounds (the same ones the flags and the YAML models apply), and
+config_problem the rules GRPOConfig applies across fields. All without importing trl."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Safe YAML reading that remembers the line of every key.
+"""Safe YAML reading that remembers the line of every key, and refuses what YAML allows but a
+hypothesis file cannot mean (alias bombs, recursive aliases, unknown tags, control characters).
 
 Every loader error must name ``file:line``; pydantic only knows the path of a
 bad value (``("criteria", "validated", 0, "threshold")``), so while composing
