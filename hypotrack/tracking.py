@@ -24,7 +24,7 @@ import mlflow
 from mlflow import MlflowClient
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 
-from hypotrack.errors import HypotrackError
+from hypotrack.errors import HypotrackError, first_line
 from hypotrack.mlflow_names import Tags, command_line
 
 # MLflow announces at INFO that it creates or upgrades its own tables; in the middle of a run's progress
@@ -320,10 +320,6 @@ def close_orphaned_runs(registry, tracker: Tracker | None = None) -> int:  # noq
     return closed
 
 
-def first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
 class RunNotFound(LookupError):
     """No run with that id on that tracking URI (the message says which)."""
 
@@ -343,7 +339,7 @@ def read_run(run_id: str, tracking_uri: str | None = None) -> tuple[dict[str, li
         client = MlflowClient(uri)
         run = client.get_run(run_id)
     except MlflowException as exc:
-        raise RunNotFound(f"no MLflow run {run_id!r} on tracking URI {uri} ({str(exc).splitlines()[0]})") from None
+        raise RunNotFound(f"no MLflow run {run_id!r} on tracking URI {uri} ({first_line(exc)})") from None
     series = {key: [(int(m.step), float(m.value)) for m in client.get_metric_history(run_id, key)]
               for key in run.data.metrics}
     return series, dict(run.data.params), uri

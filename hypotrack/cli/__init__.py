@@ -101,7 +101,7 @@ for command in (investigation.status, investigation.show, investigation.next_, i
 
 def friendly_error(exc: BaseException) -> tuple[str | None, int]:
     """(the message, the exit code) for an error the user can fix; (None, 1) for a bug."""
-    from hypotrack.errors import HypotrackError
+    from hypotrack.errors import HypotrackError, first_line
     from hypotrack.registry.engine import RegistryError
     from hypotrack.registry.store import UnknownStatus
     from hypotrack.spec.loader import SpecError
@@ -115,7 +115,7 @@ def friendly_error(exc: BaseException) -> tuple[str | None, int]:
     if isinstance(exc, UnknownStatus):
         return f"Error: {exc}", 2
     if type(exc).__module__.startswith("mlflow."):  # MLflow's refusals are the user's to fix (mlflow not imported here)
-        return f"Error: MLflow refused: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}", 1
+        return f"Error: MLflow refused: {first_line(exc)}", 1
     return None, 1
 
 

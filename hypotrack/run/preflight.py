@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hypotrack.errors import HypotrackError
+from hypotrack.errors import HypotrackError, first_line
 from hypotrack.imports import import_object
 from hypotrack.protocol import ArmSpec
 from hypotrack.toy.lab import toy_task
@@ -74,8 +74,7 @@ def _check_dataset(dataset: str) -> None:
 
         load_dataset_builder(name, config or None)
     except Exception as exc:  # noqa: BLE001 - offline, typo, gated, missing config
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise HypotrackError(f"dataset {dataset!r} could not be found: {first}") from None
+        raise HypotrackError(f"dataset {dataset!r} could not be found: {first_line(exc)}") from None
 
 
 def _check_hub_model(model: str) -> None:
@@ -95,5 +94,5 @@ def _check_hub_model(model: str) -> None:
 
         AutoConfig.from_pretrained(model)
     except Exception as exc:  # noqa: BLE001 - network, auth, typos
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise HypotrackError(f"model {model!r} is not a local folder and could not be fetched: {first}") from None
+        raise HypotrackError(f"model {model!r} is not a local folder and could not be fetched: "
+                             f"{first_line(exc)}") from None
