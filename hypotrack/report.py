@@ -7,7 +7,7 @@ two agree on what each column means.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
@@ -18,13 +18,21 @@ from hypotrack.text import markdown_cell
 
 STATUS_ICONS = {
     "pending": "⏳", "testing": "🧪", "validated": "✅", "partial": "◐", "invalidated": "❌", "inconclusive": "🤔",
+    "not_applicable": "⊘",
 }
+HEADLINE_WIDTH = 100  # verdict.HEADLINE_WIDTH: a note or a hand-written reason is cut to the same width
+
+
+def status_label(status: str) -> str:
+    """A status as people read it: not_applicable is "not applicable"."""
+    return status.replace("_", " ")
 
 
 def confidence_label(value: float | None) -> str:
+    """The verdict's confidence (the chance one more seed reads the same way) in words: 3 of 3 seeds is high."""
     if value is None:
         return "-"
-    word = "high" if value >= 0.75 else "medium" if value >= 0.5 else "low"
+    word = "high" if value >= 0.8 else "medium" if value >= 0.6 else "low"
     return f"{word} ({value:.2f})"
 
 
@@ -32,6 +40,8 @@ def effect_label(effect: dict[str, Any] | None) -> str:
     """A test run's treatment effect in a table cell: mean [interval] and what it means."""
     if not effect or effect.get("mean") is None:
         return "-" if not effect else "not tested"
+    if effect.get("verdict") == "not_measurable":
+        return "not measurable"
     words = {"helps": "helps", "no_help": "no help", "undetermined": "undetermined"}.get(effect.get("verdict"), "")
     interval = f" [{effect['low']:+.3g}, {effect['high']:+.3g}]" if effect.get("low") is not None else ""
     return f"{effect['mean']:+.3g}{interval} {words}".strip()
@@ -58,7 +68,8 @@ class StatusRow:
     priority: str
     status: str
     confidence: float | None
-    evidence: str
+    evidence: str  # the whole latest evidence (show, JSON)
+    headline: str  # the same in one line (the status table, the report)
     last_run: str
     last_run_id: str | None
     runs: int
@@ -79,6 +90,17 @@ def latest_evidence(ov: Overview, hypothesis: HypothesisSummary) -> str:
     return hypothesis.order_note or hypothesis.statement
 
 
+def latest_headline(ov: Overview, hypothesis: HypothesisSummary) -> str:
+    """The latest evidence in one line: the verdict's headline when a test wrote it, else the text cut short."""
+    text = latest_evidence(ov, hypothesis)
+    run, change = ov.last_run, ov.last_change
+    if (run is not None and change is not None and change.test_run_id == run.id and run.headline
+            and text == change.reason):
+        return run.headline
+    text = " ".join(text.split())
+    return text if len(text) <= HEADLINE_WIDTH else text[:HEADLINE_WIDTH - 1] + "…"
+
+
 def status_rows(hypotheses: dict[str, HypothesisSummary], overviews: dict[str, Overview]) -> list[StatusRow]:
     rows = []
     for hyp_id in sorted(hypotheses):
@@ -86,8 +108,39 @@ def status_rows(hypotheses: dict[str, HypothesisSummary], overviews: dict[str, O
         run = ov.last_run
         last = f"{_when(run.started_at)} {run.state}" if run else "-"
         rows.append(StatusRow(hyp_id, hyp.title, hyp.priority, ov.status, ov.confidence,
-                              latest_evidence(ov, hyp), last, run.id if run else None, ov.run_count))
+                              latest_evidence(ov, hyp), latest_headline(ov, hyp), last, run.id if run else None,
+                              ov.run_count))
     return rows
+
+
+@dataclass
+class Confirmation:
+    """A hypothesis validated on its signature alone, and the seeds that would decide its fix's effect."""
+
+    hypothesis: str
+    more_seeds: int
+    reason: str
+
+    @property
+    def command(self) -> str:
+        return f"hypotrack run {self.hypothesis} --more-seeds {self.more_seeds}"
+
+
+def confirmations(overviews: dict[str, Overview]) -> list[Confirmation]:
+    """Validated verdicts whose treatment effect is not yet decided, by the seeds they still need."""
+    out = []
+    for hyp_id, ov in sorted(overviews.items()):
+        run = ov.last_run
+        effect = (run.effect or {}) if run is not None else {}
+        if ov.status != "validated" or run is None or run.verdict != "validated" or effect.get("verdict") != "undetermined":
+            continue
+        have = len(effect.get("per_seed") or {})
+        needed = effect.get("seeds_needed")
+        more = max(needed - have, 1) if needed else 2
+        out.append(Confirmation(hyp_id, more, f"{hyp_id} is validated on its signature alone; the fix's effect is "
+                                f"undecided on {have} seeds (treatment better on {effect.get('better', 0)}/{have})"
+                                + (f"; about {needed} seeds would decide it" if needed else "")))
+    return sorted(out, key=lambda c: (c.more_seeds, c.hypothesis))
 
 
 @dataclass
@@ -95,15 +148,34 @@ class NextStep:
     hypothesis: HypothesisSummary | None
     reason: str
     blocked: list[str]
+    confirm: list[Confirmation] = field(default_factory=list)  # signature-only verdicts more seeds would confirm
+    command: str | None = None  # when it is not the hypothesis's own command (a confirmation)
+
+    def __post_init__(self) -> None:
+        if self.command is None and self.hypothesis is not None:
+            self.command = self.hypothesis.command
 
 
-def next_step(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str], triage=None) -> NextStep:  # noqa: ANN001
+def next_step(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str], triage=None,  # noqa: ANN001
+              overviews: dict[str, Overview] | None = None) -> NextStep:
     """The roadmap rule: highest priority pending/inconclusive hypothesis whose prerequisites are resolved.
 
     With a triage (the newest `hypotrack triage`, its ranking best first), its suspects come first: the
     unresolved one with the most evidence, priority breaking ties, whatever its prerequisites (the
-    run's own logs outrank the roadmap's order).
+    run's own logs outrank the roadmap's order). Not-applicable hypotheses are skipped. With the
+    overviews, a hypothesis validated on its signature alone is proposed for `--more-seeds K` (first
+    when nothing else is ready, else beside the next step).
     """
+    step = _next_step(hypotheses, statuses, triage)
+    step.confirm = [c for c in confirmations(overviews or {}) if c.hypothesis in hypotheses]
+    if step.hypothesis is None and step.confirm:
+        first = step.confirm[0]
+        return NextStep(hypotheses[first.hypothesis], f"{first.reason}. {step.reason}.", step.blocked, step.confirm,
+                        first.command)
+    return step
+
+
+def _next_step(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str], triage=None) -> NextStep:  # noqa: ANN001
     ready, blocked = [], []
     for hyp_id in sorted(hypotheses):
         hyp = hypotheses[hyp_id]
@@ -178,7 +250,7 @@ def test_run_json(run) -> dict[str, Any]:  # noqa: ANN001
         "summary": run.summary, "error": run.error, "started_at": _iso(run.started_at),
         "ended_at": _iso(run.ended_at), "pid": run.pid, "host": run.host, "config_hash": run.config_hash,
         "mlflow_parent_run_id": run.mlflow_parent_run_id, "mlflow_run_ids": run.mlflow_run_ids,
-        "flags": run.flags, "effect": run.effect,
+        "flags": run.flags, "effect": run.effect, "headline": run.headline,
     }
 
 
@@ -190,20 +262,25 @@ def render_report(rows: list[StatusRow], runs: list, next_: NextStep) -> str:
     for row in rows:
         icon = STATUS_ICONS.get(row.status, "")
         out.append(f"| {row.id.upper()}: {markdown_cell(row.title)} | {row.priority.upper()} | {icon} "
-                   f"{row.status.capitalize()} | {confidence_label(row.confidence)} | {markdown_cell(row.evidence)} |")
+                   f"{status_label(row.status).capitalize()} | {confidence_label(row.confidence)} | "
+                   f"{markdown_cell(row.headline)} |")
     out += ["", "## Next Action", ""]
     if next_.hypothesis:
         out.append(f"**{next_.hypothesis.id.upper()}: {next_.hypothesis.title}**: {next_.reason}")
-        out += ["", "```bash", next_.hypothesis.command, "```"]
+        out += ["", "```bash", next_.command or next_.hypothesis.command, "```"]
     else:
         out.append(next_.reason)
+    for confirm in next_.confirm:
+        if confirm.command != next_.command:
+            out.append(f"\nConfirm the fix: {confirm.reason}: `{confirm.command}`")
     out += ["", "## Experiments Log", "",
             "| Started | Hypothesis | Test run | State | Verdict | Confidence | Effect | Summary |",
             "|---------|------------|----------|-------|---------|------------|--------|---------|"]
     for run in runs:
-        summary = markdown_cell(run.summary or run.error or "")
+        summary = markdown_cell(run.headline or run.summary or run.error or "")
         out.append(f"| {_when(run.started_at)} | {run.hypothesis_id.upper()} | {run.id} | {run.state} | "
-                   f"{run.verdict or '-'} | {confidence_label(run.confidence)} | {effect_label(run.effect)} | {summary} |")
+                   f"{status_label(run.verdict or '-')} | {confidence_label(run.confidence)} | {effect_label(run.effect)} | "
+                   f"{summary} |")
     if not runs:
         out.append("| - | - | - | - | - | - | - | no test runs yet |")
     return "\n".join(out) + "\n"

@@ -2,15 +2,35 @@
 
 1. The signature: do the diagnostics show this bug's fingerprint? The hypothesis's declarative
    criteria, evaluated over steps and seeds: present (the validated criteria hold), absent (the
-   invalidated criteria hold) or undecided.
+   invalidated criteria hold) or undecided. This is the mechanism-level evidence each hypothesis
+   was written to read, and what a user with two or three seeds can get.
 2. The effect: does the treatment help? Treatment minus control on the outcome, paired by seed,
-   with its interval (hypotrack/effect.py).
+   with its interval (hypotrack/effect.py). It confirms the fix.
 
-Status: signature and effect -> validated; one without the other -> partial, saying which; no
-signature -> invalidated; a signature whose effect these seeds cannot tell, or an undecided
-signature -> inconclusive, saying what would decide it. Without a treatment arm (or for checks
-that are their own test: parity, critic) the signature decides alone, and the summary says so.
-Pure Python plus scipy.stats: the runner hands in the series it collected from the workers.
+Status, signature first:
+
+    signature present + effect helps                -> validated (confirmed by the effect)
+    signature present + effect undetermined         -> validated (signature only): the text says which
+                                                       way each seed went and how many seeds would decide
+    signature present + effect does not help        -> partial (the bug is there, removing it is not enough)
+    signature absent  + effect helps                -> partial (something else is at work)
+    signature absent  + no help or undetermined     -> invalidated
+    signature undecided                             -> inconclusive, saying what would decide it
+    a requirement the run lacks                     -> not_applicable (nothing trained, nothing ruled out)
+
+An effect that was not tested (no treatment arm, or checks that are their own test: parity, critic)
+or cannot be measured (an outcome stuck at its floor or ceiling) leaves the signature to decide alone,
+and the summary says so.
+
+Confidence means one thing: the chance that one more seed would read the same way, by Laplace's rule
+of succession, (k + 1) / (n + 2), over the n seeds tested, where k counts the seeds whose own
+readings agree with the verdict: every deciding criterion passes on that seed, and, when the effect
+took part in the status (confirmed, partial), the seed's treatment difference points the same way.
+Two agreeing seeds give 0.75, three 0.80, ten 0.92; it is None where nothing was decided.
+
+Every verdict has a one-line headline (at most HEADLINE_WIDTH characters) for tables, and the full
+evidence in `summary` for `show` and MLflow. Pure Python plus scipy.stats: the runner hands in the
+series it collected from the workers.
 """
 
 from __future__ import annotations
@@ -35,9 +55,20 @@ class CriterionResult:
     per_seed: dict[int, float | None]
     value: float | None  # the number compared: mean over seeds (or the seed values' mean for display)
     holds: bool
-    agreement: float  # share of seeds whose own value passes
-    strength: float  # 0..1 from the margin to the threshold relative to the spread
     missing: str = ""
+
+    def passes_on(self, seed: int) -> bool:
+        """Whether this seed's own value passes the criterion."""
+        value = self.per_seed.get(seed)
+        return value is not None and _compare(self.criterion, value)
+
+    def short(self) -> str:
+        """The reading in a few words for a headline: metric value op threshold."""
+        c = self.criterion
+        metric = c.metric.removeprefix("diag/")
+        if self.value is None:
+            return f"{metric}: no data"
+        return f"{'|' + metric + '|' if c.abs else metric} {self.value:.3g} {c.op} {c.threshold:g}"
 
     def describe(self) -> str:
         c = self.criterion
@@ -55,13 +86,16 @@ class CriterionResult:
         c = self.criterion
         return {"group": self.group, "metric": c.metric, "arm": c.arm, "steps": c.steps, "k": c.k, "seeds": c.seeds,
                 "abs": c.abs, "op": c.op, "threshold": c.threshold, "per_seed": {str(k): v for k, v in self.per_seed.items()},
-                "value": self.value, "holds": self.holds, "agreement": self.agreement, "why": c.why,
+                "value": self.value, "holds": self.holds, "why": c.why,
                 "missing": self.missing or None}
+
+
+HEADLINE_WIDTH = 100
 
 
 @dataclass
 class Verdict:
-    status: str  # validated | partial | invalidated | inconclusive
+    status: str  # validated | partial | invalidated | inconclusive | not_applicable
     confidence: float | None
     summary: str
     results: list[CriterionResult] = field(default_factory=list)
@@ -69,11 +103,22 @@ class Verdict:
     signature: str = "undecided"  # present | absent | undecided | overlap
     effect: Effect | None = None
     not_applicable: list[str] = field(default_factory=list)  # unmet requirements of the hypothesis
+    headline: str = ""  # one line: the status, the deciding reading, the effect in a few words
+    # What the status rests on: "signature" | "signature + effect" | "" (nothing decided)
+    basis: str = ""
+    seeds: list[int] = field(default_factory=list)
+    pooled_from: list[str] = field(default_factory=list)  # earlier test runs whose seeds this verdict used
+
+    @property
+    def signature_only(self) -> bool:
+        """Validated on the signature while the effect is not yet decided: more seeds would confirm it."""
+        return self.status == "validated" and self.effect is not None and self.effect.verdict == "undetermined"
 
     def evidence(self, run_ids: dict[str, str] | None = None) -> dict[str, Any]:
-        return {"status": self.status, "confidence": self.confidence, "summary": self.summary,
-                "signature": self.signature, "effect": self.effect.as_json() if self.effect else None,
-                "not_applicable": self.not_applicable,
+        return {"status": self.status, "confidence": self.confidence, "basis": self.basis,
+                "headline": self.headline, "summary": self.summary, "signature": self.signature,
+                "effect": self.effect.as_json() if self.effect else None, "seeds": self.seeds,
+                "pooled_from": self.pooled_from, "not_applicable": self.not_applicable,
                 "criteria": [r.as_json() for r in self.results], "failed_runs": self.failed_runs,
                 "run_ids": run_ids or {}}
 
@@ -150,7 +195,7 @@ def evaluate_criterion(group: str, c: Criterion, series: Series, seeds: list[int
             missing.append(why)
     present = [v for v in per_seed.values() if v is not None]
     if not present:
-        return CriterionResult(group, c, per_seed, None, False, 0.0, 0.0, "; ".join(missing[:2]))
+        return CriterionResult(group, c, per_seed, None, False, "; ".join(missing[:2]))
     passing = [v for v in present if _compare(c, v)]
     mean_value = statistics.fmean(abs(v) for v in present) if c.abs else statistics.fmean(present)
     if c.seeds == "all":
@@ -161,114 +206,159 @@ def evaluate_criterion(group: str, c: Criterion, series: Series, seeds: list[int
         holds = bool(passing)
     else:  # mean
         holds = bool(OPS[c.op](mean_value, c.threshold))
-    # Agreement: seeds on the side of the outcome, by the rule of succession ((k+1)/(n+2)), so
-    # one seed can never make a verdict certain and more agreeing seeds make it surer.
-    agreeing = len(passing) if holds else len(present) - len(passing)
-    agreement = (agreeing + 1) / (len(seeds) + 2)
-    # Effect strength: distance to the threshold in units of the seed-to-seed spread (or of a
-    # thousandth of the threshold when the seeds agree exactly), squashed to 0..1.
-    spread = statistics.stdev(present) if len(present) > 1 else 0.0
-    scale = max(spread, abs(c.threshold) * 1e-3, 1e-9)
-    if mean_value == c.threshold and spread == 0.0 and c.op in (">=", "<=", "=="):
-        strength = 1.0  # exactly on an inclusive bound in every seed (e.g. passed = 1 >= 1): no ambiguity
-    else:
-        strength = 1.0 - math.exp(-abs(mean_value - c.threshold) / scale)
-    return CriterionResult(group, c, per_seed, mean_value, holds, agreement, strength, "; ".join(missing[:2]))
+    return CriterionResult(group, c, per_seed, mean_value, holds, "; ".join(missing[:2]))
 
 
-def _clause(group: str, clause: Criterion | AnyOf, series: Series, seeds: list[int]) -> tuple[bool, float, list[CriterionResult]]:
-    """(holds, confidence of the clause, results)."""
+def _clause(group: str, clause: Criterion | AnyOf, series: Series, seeds: list[int]) -> tuple[bool, list[CriterionResult]]:
+    """(holds, results); an any-of clause holds when one of its members does."""
     if isinstance(clause, AnyOf):
         results = [evaluate_criterion(group, c, series, seeds) for c in clause.any]
-        held = [r for r in results if r.holds]
-        best = max(held or results, key=lambda r: r.agreement * (0.5 + 0.5 * r.strength))
-        return bool(held), best.agreement * (0.5 + 0.5 * best.strength), results
+        return any(r.holds for r in results), results
     result = evaluate_criterion(group, clause, series, seeds)
-    return result.holds, result.agreement * (0.5 + 0.5 * result.strength), [result]
+    return result.holds, [result]
 
 
-def signature(hypothesis: Hypothesis, series: Series, seeds: list[int]) -> tuple[str, float | None, str, list[CriterionResult]]:
-    """(present | absent | undecided | overlap, confidence, what decided it, the criterion results).
+@dataclass
+class Signature:
+    reading: str  # present | absent | undecided | overlap
+    text: str  # what decided it, or what failed
+    results: list[CriterionResult]
+    agreeing: list[int] = field(default_factory=list)  # seeds on which every deciding clause passes
+    deciding: list[CriterionResult] = field(default_factory=list)  # the criteria that decided the reading
 
-    Present when every validated clause holds, absent when every invalidated clause does. Confidence is
-    the weakest deciding clause's seed agreement times its effect strength: one shaky criterion makes
-    the whole reading shaky.
-    """
+
+def signature(hypothesis: Hypothesis, series: Series, seeds: list[int]) -> Signature:
+    """Present when every validated clause holds, absent when every invalidated clause does."""
     results: list[CriterionResult] = []
-    outcome: dict[str, tuple[bool, float]] = {}
+    clauses: dict[str, list[tuple[bool, list[CriterionResult]]]] = {}
     for group in ("validated", "invalidated"):
-        clauses = getattr(hypothesis.criteria, group)
-        if not clauses:
-            outcome[group] = (False, 0.0)
-            continue
-        holds_all, confidences = True, []
-        for clause in clauses:
-            holds, confidence, clause_results = _clause(group, clause, series, seeds)
+        clauses[group] = []
+        for clause in getattr(hypothesis.criteria, group):
+            holds, clause_results = _clause(group, clause, series, seeds)
             results += clause_results
-            holds_all &= holds
-            confidences.append(confidence)
-        outcome[group] = (holds_all, min(confidences))
-    if outcome["validated"][0] and outcome["invalidated"][0]:
-        return "overlap", None, ("both the validated and the invalidated criteria hold (the criteria overlap; "
-                                 "tighten them)"), results
+            clauses[group].append((holds, clause_results))
+    held = {group: bool(found) and all(h for h, _ in found) for group, found in clauses.items()}
+    if held["validated"] and held["invalidated"]:
+        return Signature("overlap", "both the validated and the invalidated criteria hold (the criteria overlap; "
+                         "tighten them)", results)
     for group, reading in (("validated", "present"), ("invalidated", "absent")):
-        holds, confidence = outcome[group]
-        if holds:
-            text = "; ".join(r.describe() for r in results if r.group == group and r.holds)
-            return reading, round(confidence, 3), text, results
-    return "undecided", None, "; ".join([r.describe() for r in results if not r.holds][:3]), results
+        if held[group]:
+            deciding = [r for _, rs in clauses[group] for r in rs if r.holds]
+            agreeing = [seed for seed in seeds
+                        if all(any(r.passes_on(seed) for r in rs) for _, rs in clauses[group])]
+            return Signature(reading, "; ".join(r.describe() for r in deciding), results, agreeing, deciding)
+    failing = [r for r in results if not r.holds]
+    return Signature("undecided", "; ".join(r.describe() for r in failing[:3]), results, deciding=failing[:1])
 
 
 def decide(hypothesis: Hypothesis, series: Series, seeds: list[int],
-           failed_runs: dict[str, str] | None = None, trainer: str = "grpo") -> Verdict:
-    """The two-part verdict (see the module docstring); ``trainer`` is the experiment's (grpo measures an effect)."""
+           failed_runs: dict[str, str] | None = None, trainer: str = "grpo", max_seeds: int | None = None) -> Verdict:
+    """The two-part verdict (see the module docstring); ``trainer`` is the experiment's (grpo measures an effect).
+
+    max_seeds: the effect is looked at after every seed up to this many (`--seeds auto`): its interval
+    follows the sequential rule of hypotrack/effect.py.
+    """
     failed_runs = failed_runs or {}
-    reading, sig_confidence, sig_text, results = signature(hypothesis, series, seeds)
+    sig = signature(hypothesis, series, seeds)
     if failed_runs:
         failed = ", ".join(f"{k}: {v}" for k, v in sorted(failed_runs.items()))
-        return Verdict("inconclusive", None, f"inconclusive: failed runs ({failed})", results, failed_runs, reading)
-    if reading == "overlap":
-        return Verdict("inconclusive", None, f"inconclusive: {sig_text}", results, signature=reading)
+        return _finish(Verdict("inconclusive", None, f"inconclusive: failed runs ({failed})", sig.results,
+                               failed_runs, sig.reading, seeds=list(seeds)),
+                       f"{len(failed_runs)} arm run(s) failed")
+    if sig.reading == "overlap":
+        return _finish(Verdict("inconclusive", None, f"inconclusive: {sig.text}", sig.results, signature=sig.reading,
+                               seeds=list(seeds)), "the criteria overlap")
     spec = hypothesis.effect
     effect = None
     if trainer == "grpo" and spec.outcome != "none":
-        effect = measure(series, seeds, spec.outcome, spec.last_steps, spec.meaningful)
-    status, confidence, summary = _combine(reading, sig_confidence, sig_text, effect)
-    return Verdict(status, confidence, summary, results, signature=reading, effect=effect)
+        effect = measure(series, seeds, spec.outcome, spec.last_steps, spec.meaningful, max_seeds=max_seeds)
+    status, summary, effect_decides = _combine(hypothesis.id, sig, effect)
+    verdict = Verdict(status, None, summary, sig.results, signature=sig.reading, effect=effect, seeds=list(seeds))
+    if status != "inconclusive":
+        agreeing = [seed for seed in sig.agreeing if not effect_decides or _effect_agrees(effect, status, seed)]
+        verdict.confidence = round((len(agreeing) + 1) / (len(seeds) + 2), 3)
+        verdict.basis = "signature + effect" if effect_decides else "signature"
+    reading = "; ".join(r.short() for r in sig.deciding[:1])
+    if len(sig.deciding) > 1:
+        reading += f" (+{len(sig.deciding) - 1})"
+    return _finish(verdict, reading)
+
+
+def _effect_agrees(effect: Effect, status: str, seed: int) -> bool:
+    diff = effect.per_seed.get(seed)
+    if diff is None:
+        return False
+    return diff > 0 if effect.verdict == "helps" else diff < (effect.meaningful or 0.0)
 
 
 def not_applicable(reasons: list[str]) -> Verdict:
-    """The verdict on a run that lacks what the hypothesis needs (its `requires:`): nothing to train."""
-    return Verdict("invalidated", 1.0, "invalidated: not applicable to this run: " + "; ".join(reasons),
-                   signature="absent", not_applicable=list(reasons))
+    """The verdict on a run that lacks what the hypothesis needs (its `requires:`): nothing to train, nothing ruled out."""
+    return _finish(Verdict("not_applicable", None, "not applicable to this run: " + "; ".join(reasons),
+                           signature="undecided", not_applicable=list(reasons)), "; ".join(reasons))
 
 
-def _combine(reading: str, sig_confidence: float | None, sig_text: str, effect: Effect | None):
-    """(status, confidence, summary) from the signature and the effect."""
-    if effect is None or effect.verdict == "not_tested":
+def pooled(verdict: Verdict, test_ids: list[str]) -> Verdict:
+    """Name the earlier test runs whose seeds the verdict was decided over."""
+    verdict.pooled_from = list(test_ids)
+    if test_ids:
+        verdict.summary += f" (seeds {', '.join(map(str, verdict.seeds))} pooled with test run(s) {', '.join(test_ids)})"
+    return verdict
+
+
+STATUS_WORDS = {"validated": "validated", "partial": "partial", "invalidated": "invalidated",
+                "inconclusive": "inconclusive", "not_applicable": "not applicable"}
+
+
+def _finish(verdict: Verdict, reading: str) -> Verdict:
+    """Write the verdict's one-line headline: status word, the deciding reading, the effect in a few words."""
+    word = STATUS_WORDS[verdict.status]
+    if verdict.signature_only:
+        word = "validated (signature only)"
+    parts = [part for part in (reading, verdict.effect.short() if verdict.effect and verdict.status not in (
+        "not_applicable",) else "") if part]
+    headline = f"{word}: {'; '.join(parts)}" if parts else word
+    verdict.headline = headline if len(headline) <= HEADLINE_WIDTH else headline[:HEADLINE_WIDTH - 1] + "…"
+    return verdict
+
+
+def _combine(hypothesis_id: str, sig: Signature, effect: Effect | None) -> tuple[str, str, bool]:
+    """(status, summary, whether the effect took part in the status) from the signature and the effect."""
+    reading, text = sig.reading, sig.text
+    if effect is None or effect.verdict in ("not_tested", "not_measurable"):
         note = f"; {effect.describe()}" if effect is not None else ""
         if reading == "present":
-            return "validated", sig_confidence, f"validated: signature present: {sig_text}{note}"
+            return "validated", f"validated: signature present: {text}{note}", False
         if reading == "absent":
-            return "invalidated", sig_confidence, f"invalidated: signature absent: {sig_text}{note}"
-        return "inconclusive", None, f"inconclusive: signature undecided: {sig_text}{note}"
+            return "invalidated", f"invalidated: signature absent: {text}{note}", False
+        return "inconclusive", f"inconclusive: signature undecided: {text}{note}; {_what_decides(sig)}", False
     said = effect.describe()
     if reading == "present":
         if effect.verdict == "helps":
-            return ("validated", _weakest(sig_confidence, effect.confidence),
-                    f"validated: signature present: {sig_text}; and {said}")
+            return "validated", f"validated: signature present: {text}; and {said}: the fix is confirmed", True
         if effect.verdict == "no_help":
-            return ("partial", _weakest(sig_confidence, effect.confidence),
-                    f"partial: the signature is present ({sig_text}), but {said}")
-        return "inconclusive", None, f"inconclusive: the signature is present ({sig_text}), but {said}"
+            return "partial", f"partial: the signature is present ({text}), but {said}", True
+        more = _more_seeds(hypothesis_id, effect)
+        return ("validated", f"validated on the signature alone: {text}; the effect is not yet decided: "
+                f"{effect.direction}, {said}{more}", False)
     if reading == "absent":
         if effect.verdict == "helps":
-            return ("partial", _weakest(sig_confidence, effect.confidence),
-                    f"partial: {said}, but this bug's signature is absent ({sig_text}): something else is at work")
-        return "invalidated", sig_confidence, f"invalidated: signature absent: {sig_text}; {said}"
-    return "inconclusive", None, f"inconclusive: signature undecided: {sig_text}; {said}"
+            return ("partial", f"partial: {said}, but this bug's signature is absent ({text}): "
+                    "something else is at work", True)
+        return "invalidated", f"invalidated: signature absent: {text}; {said}", False
+    return "inconclusive", f"inconclusive: signature undecided: {text}; {_what_decides(sig)}; {said}", False
 
 
-def _weakest(*confidences: float | None) -> float | None:
-    present = [c for c in confidences if c is not None]
-    return round(min(present), 3) if present else None
+def _more_seeds(hypothesis_id: str, effect: Effect) -> str:
+    n = len(effect.per_seed)
+    if effect.seeds_needed and effect.seeds_needed > n:
+        return f"; `hypotrack run {hypothesis_id} --more-seeds {effect.seeds_needed - n}` would confirm or refute the fix"
+    return f"; `hypotrack run {hypothesis_id} --seeds auto` adds seeds until the effect is decided"
+
+
+def _what_decides(sig: Signature) -> str:
+    if any(r.value is None for r in sig.results):
+        return "the missing metrics above would decide it"
+    split = [r for r in sig.results if 0 < sum(r.passes_on(s) for s in r.per_seed) < len(r.per_seed)]
+    if split:
+        return "the seeds disagree: more seeds would decide it"
+    return "the readings fall between the validated and the invalidated thresholds: more steps would decide it"

@@ -26,7 +26,7 @@ def test_fresh_registry_status_next_mark_next(run_cli, seed_project_dir, cli_env
     assert {r["status"] for r in rows} == {"pending"}
     assert set(rows[0]) >= {"id", "title", "priority", "status", "confidence", "evidence", "last_run"}
     table = ok(run_cli("status", env=env))
-    for column in ("ID", "Hypothesis", "Priority", "Status", "Confidence", "Latest evidence or note", "Last run"):
+    for column in ("ID", "Hypothesis", "Pri", "Status", "Conf", "Latest verdict or note", "Last run"):
         assert column in table
     assert "LoRA weight sync" in table and table.count("pending") == 17
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -72,5 +73,8 @@ pass_ctx = click.make_pass_decorator(Context)
 def console():  # noqa: ANN201 - a rich Console
     from rich.console import Console
 
-    # Piped output (logs, CI, `| less`) gets a wide fixed width instead of rich's 80 columns.
-    return Console(soft_wrap=False) if sys.stdout.isatty() else Console(width=160)
+    # Piped output (logs, CI, `| less`) gets COLUMNS or a wide fixed width instead of rich's 80 columns.
+    if sys.stdout.isatty():
+        return Console(soft_wrap=False)
+    columns = os.environ.get("COLUMNS", "")
+    return Console(width=int(columns) if columns.isdigit() and int(columns) >= 40 else 160)

@@ -25,7 +25,7 @@ def status(ctx: Context, as_json: bool) -> None:
         hypotrack status --json | jq '.[] | select(.status=="validated")'
     """
     from hypotrack.registry.queries import overview
-    from hypotrack.report import STATUS_ICONS, confidence_label, status_rows
+    from hypotrack.report import STATUS_ICONS, status_label, status_rows
 
     from hypotrack.registry.queries import latest_triage
 
@@ -37,16 +37,27 @@ def status(ctx: Context, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([{**row.as_json(), "triage": ranked.get(row.id)} for row in rows], indent=2))
         return
+    from rich import box
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title="Current Status Summary", title_justify="left", expand=False)
-    columns = ["ID", "Hypothesis", "Priority", "Status", "Confidence", "Latest evidence or note", "Last run"]
-    for column in columns + (["Triage"] if triage else []):
-        table.add_column(column, overflow="fold")
+    # One line per hypothesis at 120 columns: long text is cut with an ellipsis (`show` has it whole).
+    table = Table(title="Current Status Summary", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  expand=True)
+    table.add_column("ID", no_wrap=True)
+    table.add_column("Hypothesis", no_wrap=True, overflow="ellipsis", max_width=26)
+    table.add_column("Pri", no_wrap=True)
+    table.add_column("Status", no_wrap=True)
+    table.add_column("Conf", no_wrap=True, justify="right")
+    table.add_column("Latest verdict or note", no_wrap=True, overflow="ellipsis", ratio=1, min_width=20)
+    table.add_column("Last run", no_wrap=True)
+    if triage:
+        table.add_column("Triage", no_wrap=True)
     for row in rows:  # free text is escaped: "[control, min]" in evidence is not rich markup
-        cells = [row.id, escape(row.title), row.priority.upper(), f"{STATUS_ICONS.get(row.status, '')} {row.status}",
-                 confidence_label(row.confidence), escape(row.evidence), row.last_run]
+        cells = [row.id, escape(row.title), PRIORITY_SHORT.get(row.priority, row.priority.upper()),
+                 f"{STATUS_ICONS.get(row.status, '')} {status_label(row.status)}",
+                 "-" if row.confidence is None else f"{row.confidence:.2f}", escape(row.headline),
+                 row.last_run[5:] if row.last_run != "-" else "-"]  # the year goes: 11-23 20:10 finished
         table.add_row(*cells, *([_triage_cell(ranked.get(row.id))] if triage else []))
     console().print(table)
     if triage:
@@ -54,6 +65,9 @@ def status(ctx: Context, as_json: bool) -> None:
         console().print(f"Latest triage {triage.id} ({triage.at:%Y-%m-%d %H:%M}) of {escape(triage.source)}: "
                         + (f"suspects {', '.join(suspects)}" if suspects else
                            f"no suspect reaches evidence {triage.threshold:g}"))
+
+
+PRIORITY_SHORT = {"high": "HIGH", "medium": "MED", "low": "LOW"}
 
 
 def _triage_cell(entry: dict | None) -> str:
@@ -77,7 +91,7 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
         hypotrack show h06
     """
     from hypotrack.registry import queries
-    from hypotrack.report import confidence_label, effect_label, test_run_json
+    from hypotrack.report import confidence_label, effect_label, status_label, test_run_json
 
     hyp = ctx.hypothesis(hypothesis_id)
     registry = ctx.registry()
@@ -106,7 +120,7 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
 
     out = console()
     header = (f"[bold]{hyp.id.upper()}: {escape(hyp.title)}[/]  priority {hyp.priority.upper()}  status "
-              f"[bold]{current.status}[/]  confidence {confidence_label(current.confidence)}\n"
+              f"[bold]{status_label(current.status)}[/]  confidence {confidence_label(current.confidence)}\n"
               f"file {escape(str(ctx.library().hypothesis_files[hypothesis_id]))}\n\n{escape(hyp.statement.strip())}")
     if hyp.rationale:
         header += f"\n\n[dim]Rationale:[/] {escape(hyp.rationale.strip())}"
@@ -133,7 +147,8 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
     for column in ("When", "From", "To", "Confidence", "Reason", "Who"):
         table.add_column(column, overflow="fold")
     for c in changes:
-        table.add_row(c.at.strftime("%Y-%m-%d %H:%M:%S"), c.from_status, c.to_status, confidence_label(c.confidence),
+        table.add_row(c.at.strftime("%Y-%m-%d %H:%M:%S"), status_label(c.from_status), status_label(c.to_status),
+                      confidence_label(c.confidence),
                       escape(c.reason), escape(c.actor))
     out.print(table if changes else "[dim]No status changes yet.[/]")
     if notes:
@@ -145,7 +160,7 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
                    "Summary"):
         runs_table.add_column(column, overflow="fold")
     for r in runs:
-        runs_table.add_row(r.id, f"{r.started_at:%Y-%m-%d %H:%M}", r.state, r.verdict or "-",
+        runs_table.add_row(r.id, f"{r.started_at:%Y-%m-%d %H:%M}", r.state, status_label(r.verdict or "-"),
                            confidence_label(r.confidence), effect_label(r.effect), ",".join(map(str, r.seeds)),
                            r.mlflow_parent_run_id or "-", escape(r.summary or r.error or ""))
     out.print(runs_table if runs else "[dim]No test runs yet.[/]")
@@ -193,13 +208,15 @@ def next_(ctx: Context, as_json: bool) -> None:
 
     summaries = ctx.summaries()
     registry = ctx.registry()
-    statuses = {k: v.status for k, v in overview(registry, list(summaries)).items()}
+    overviews = overview(registry, list(summaries))
+    statuses = {k: v.status for k, v in overviews.items()}
     triage = latest_triage(registry)
-    step = next_step(summaries, statuses, triage)
+    step = next_step(summaries, statuses, triage, overviews)
     if as_json:
         click.echo(json.dumps({"next": step.hypothesis.id if step.hypothesis else None, "reason": step.reason,
-                               "command": step.hypothesis.command if step.hypothesis else None,
-                               "blocked": step.blocked,
+                               "command": step.command, "blocked": step.blocked,
+                               "confirm": [{"hypothesis": c.hypothesis, "more_seeds": c.more_seeds,
+                                            "command": c.command, "reason": c.reason} for c in step.confirm],
                                "triage": {"id": triage.id, "source": triage.source} if triage else None}, indent=2))
         return
     if step.hypothesis is None:
@@ -207,7 +224,10 @@ def next_(ctx: Context, as_json: bool) -> None:
     else:
         click.echo(f"Next: {step.hypothesis.id.upper()}: {step.hypothesis.title}")
         click.echo(f"Why: {step.reason}")
-        click.echo(f"Run: {step.hypothesis.command}")
+        click.echo(f"Run: {step.command}")
+    for confirm in step.confirm:
+        if confirm.command != step.command:
+            click.echo(f"Confirm: {confirm.command}  ({confirm.reason})")
     for line in step.blocked:
         click.echo(f"  blocked: {line}")
 
@@ -225,7 +245,7 @@ def log(ctx: Context, limit: int, hypothesis_id: str | None, as_json: bool) -> N
         hypotrack log --hypothesis h01 --limit 5
     """
     from hypotrack.registry.queries import test_runs
-    from hypotrack.report import confidence_label, effect_label, test_run_json
+    from hypotrack.report import confidence_label, effect_label, status_label, test_run_json
 
     if hypothesis_id:
         ctx.check_id(hypothesis_id)
@@ -240,8 +260,9 @@ def log(ctx: Context, limit: int, hypothesis_id: str | None, as_json: bool) -> N
     for column in ("Started", "Hypothesis", "Test run", "State", "Verdict", "Confidence", "Effect", "Summary"):
         table.add_column(column, overflow="fold")
     for r in runs:
-        table.add_row(f"{r.started_at:%Y-%m-%d %H:%M}", r.hypothesis_id, r.id, r.state, r.verdict or "-",
-                      confidence_label(r.confidence), effect_label(r.effect), escape(r.summary or r.error or ""))
+        table.add_row(f"{r.started_at:%Y-%m-%d %H:%M}", r.hypothesis_id, r.id, r.state, status_label(r.verdict or "-"),
+                      confidence_label(r.confidence), effect_label(r.effect),
+                      escape(r.headline or r.summary or r.error or ""))
     console().print(table if runs else "No test runs yet.")
 
 
@@ -263,7 +284,7 @@ def report(ctx: Context, output: Path | None) -> None:
     registry = ctx.registry()
     overviews = overview(registry, list(summaries))
     rows = status_rows(summaries, overviews)
-    step = next_step(summaries, {k: v.status for k, v in overviews.items()}, latest_triage(registry))
+    step = next_step(summaries, {k: v.status for k, v in overviews.items()}, latest_triage(registry), overviews)
     text = render_report(rows, test_runs(registry), step)
     if output is None:
         click.echo(text, nl=False)

@@ -93,8 +93,13 @@ def print_outcome(console: Console, hypothesis, outcome) -> None:  # noqa: ANN00
     console.print(table)
     if verdict.effect is not None and verdict.effect.per_seed:
         console.print(_effect_table(verdict.effect))
-    colour = {"validated": "green", "invalidated": "red"}.get(verdict.status, "yellow")
-    console.print(f"Verdict: [bold {colour}]{verdict.status}[/]  confidence {confidence_label(verdict.confidence)}")
+    colour = {"validated": "green", "invalidated": "red", "not_applicable": "dim"}.get(verdict.status, "yellow")
+    from rich.markup import escape
+
+    console.print(f"Verdict: [bold {colour}]{escape(verdict.headline)}[/]", highlight=False)
+    basis = f", on the {verdict.basis}" if verdict.basis else ""
+    console.print(f"Confidence {confidence_label(verdict.confidence)}{basis}"
+                  + (f"; seeds {', '.join(map(str, verdict.seeds))}" if verdict.seeds else ""))
     console.print(verdict.summary, markup=False)
     errors = {}
     for arm in outcome.arms:
@@ -117,10 +122,11 @@ def _effect_table(effect) -> Table:  # noqa: ANN001 - hypotrack.effect.Effect
         table.add_row(str(seed), f"{effect.control[seed]:.4g}", f"{effect.treatment[seed]:.4g}", f"{diff:+.4g}")
     interval = "-" if effect.low is None else f"[{effect.low:+.3g}, {effect.high:+.3g}]"
     table.add_row("mean", "", "", f"{effect.mean:+.4g}")
-    table.caption = (f"95% interval {interval}; meaningful >= {effect.meaningful:.3g}; smallest detectable "
+    table.caption = (f"{100 * (1 - effect.level):.4g}% interval {interval}; meaningful >= {effect.meaningful:.3g}; smallest detectable "
                      f"{'-' if effect.detectable is None else format(effect.detectable, '.3g')}; "
                      + {"helps": "the treatment helps", "no_help": "the treatment does not help",
-                        "undetermined": f"too noisy to tell ({effect.reason})"}.get(effect.verdict, effect.verdict))
+                        "undetermined": f"too noisy to tell ({effect.direction}; {effect.reason})",
+                        "not_measurable": f"not measurable: {effect.reason}"}.get(effect.verdict, effect.verdict))
     table.caption_justify = "left"
     return table
 

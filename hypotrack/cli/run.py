@@ -40,6 +40,20 @@ class BoundedNumber(click.ParamType):
         return number
 
 
+DEFAULT_MAX_SEEDS = 10  # --seeds auto without --max-seeds
+
+
+class SeedCount(click.ParamType):
+    """--seeds: a number of seeds, or "auto" (add seeds until the treatment effect is decided)."""
+
+    name = "N|auto"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, int) or str(value).strip().lower() != "auto":
+            return click.IntRange(1, 64).convert(value, param, ctx)
+        return "auto"
+
+
 def setting_option(setting: RunSetting) -> Callable[[Callable], Callable]:
     """The click option of one run setting."""
     if setting.type is bool:
@@ -81,7 +95,11 @@ def _parse_sets(values: tuple[str, ...]) -> dict:
 @click.command()
 @click.argument("hypothesis_id", metavar="ID")
 @click.option("--experiment", metavar="NAME|PATH", help="Experiment to run instead of the hypothesis's default.")
-@click.option("--seeds", type=click.IntRange(1, 64), help="Number of seeds (0..N-1) instead of the experiment's list.")
+@click.option("--seeds", type=SeedCount(), help="Number of seeds (0..N-1) instead of the experiment's list; auto: "
+              "add one seed at a time until the treatment effect is decided (up to --max-seeds).")
+@click.option("--max-seeds", type=click.IntRange(2, 64), help="--seeds auto: the most seeds to train [10].")
+@click.option("--more-seeds", type=click.IntRange(1, 64), metavar="K",
+              help="Train K seeds no earlier test of these arms used, and decide over all of them.")
 @run_setting_options
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Treatment arm: any GRPOConfig field or lora.<field>, type-checked (repeatable).")
@@ -100,7 +118,8 @@ def _parse_sets(values: tuple[str, ...]) -> dict:
 @click.option("--deterministic", is_flag=True, help="Set every seed and deterministic switch; recorded with the run.")
 @click.option("--dry-run", is_flag=True, help="Print the resolved arms and configs; train nothing.")
 @pass_ctx
-def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | None, sets: tuple[str, ...],
+def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | str | None, max_seeds: int | None,
+        more_seeds: int | None, sets: tuple[str, ...],
         arm_names: str | None, output_dir: Path | None, parallel: int | None, launcher: str,
         processes: int | None, ray_address: str | None,
         tracking_uri: str | None, mlflow_experiment: str | None, deterministic: bool, dry_run: bool,
@@ -115,9 +134,16 @@ def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | N
     Example:
         hypotrack run h06 --no-peft
         hypotrack run h01 --seeds 3 --scale-rewards none --dry-run
+        hypotrack run h01 --more-seeds 2          # two more seeds, decided with the earlier ones
+        hypotrack run h06 --no-peft --seeds auto --max-seeds 8
     """
     from hypotrack.run.api import prepare_test
 
+    auto = seeds == "auto"
+    if max_seeds is not None and not auto:
+        raise click.BadParameter("is read only with --seeds auto", param_hint="--max-seeds")
+    if more_seeds is not None and seeds is not None:
+        raise click.BadParameter("--seeds picks the seeds itself; give one of the two", param_hint="--more-seeds")
     ctx.check_id(hypothesis_id)
     given = {name: (list(value) if isinstance(value, tuple) else value) for name, value in settings.items()
              if value not in (None, ())}
@@ -128,8 +154,15 @@ def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | N
     flags = json.loads(json.dumps({k: v for k, v in click.get_current_context().params.items()
                                    if v not in (None, False, (), "") and k not in ("hypothesis_id", "dry_run")},
                                   default=str))
-    plan = prepare_test(ctx.library(), hypothesis_id, experiment=experiment, settings=given, seeds=seeds,
-                        arms=arms, deterministic=deterministic, flags=flags)
+    plan = prepare_test(ctx.library(), hypothesis_id, experiment=experiment, settings=given,
+                        seeds=None if auto else seeds, arms=arms, deterministic=deterministic, flags=flags)
+    if auto and "treatment" not in {s.arm for s in plan.specs}:
+        raise click.BadParameter("adds seeds until the treatment effect is decided: it needs the treatment arm",
+                                 param_hint="--seeds auto")
+    if more_seeds is not None:
+        from hypotrack.run.api import with_more_seeds
+
+        plan = with_more_seeds(plan, ctx.registry(), more_seeds)
     launch = LaunchOptions(launcher, processes, ray_address)
     if dry_run:
         from hypotrack.run.launchers import check
@@ -137,9 +170,13 @@ def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | N
 
         preflight(plan.specs)  # a dry run finds the same missing model, dataset, import or launcher a run would
         check(launch)
+        if auto:
+            console().print(f"--seeds auto: one seed at a time, up to {max_seeds or DEFAULT_MAX_SEEDS} in all with "
+                            "the earlier tests' seeds, until the treatment effect is decided.")
         _print_plan(plan)
         return
-    _run(ctx, plan, parallel, launch, output_dir, tracking_uri, mlflow_experiment)
+    _run(ctx, plan, parallel, launch, output_dir, tracking_uri, mlflow_experiment,
+         (max_seeds or DEFAULT_MAX_SEEDS) if auto else None)
 
 
 def _parse_arms(arm_names: str | None) -> list[str] | None:
@@ -176,9 +213,10 @@ def _print_plan(plan) -> None:  # noqa: ANN001
         out.print(Syntax(json.dumps(body, indent=2, default=str), "json", theme="ansi_dark", word_wrap=True))
 
 
-def _run(ctx: Context, plan, parallel, launch, output_dir, tracking_uri, mlflow_experiment) -> None:  # noqa: ANN001
+def _run(ctx: Context, plan, parallel, launch, output_dir, tracking_uri, mlflow_experiment,  # noqa: ANN001
+         max_seeds: int | None) -> None:
     from hypotrack.cli.progress import ProgressDisplay, print_outcome
-    from hypotrack.run.api import run_prepared
+    from hypotrack.run.api import run_prepared, run_until_decided
     from hypotrack.run.lifecycle import RunOptions
 
     out = console()
@@ -190,7 +228,14 @@ def _run(ctx: Context, plan, parallel, launch, output_dir, tracking_uri, mlflow_
         def announce(test_id: str, parent_id: str, uri: str) -> None:
             display.note(f"test run {test_id}: {len(plan.specs)} runs, MLflow parent run {parent_id} ({uri})")
 
-        outcome = run_prepared(plan, registry, options, display.update, announce)
+        if max_seeds is None:
+            outcome = run_prepared(plan, registry, options, display.update, announce)
+        else:
+            outcomes = run_until_decided(plan, registry, options, max_seeds=max_seeds, display=display.update,
+                                         on_start=announce)
+            outcome = outcomes[-1]
+            seeds = outcome.verdict.seeds if outcome.verdict else []
+            display.note(f"--seeds auto: {len(outcomes)} test run(s), {len(seeds)} seeds in the verdict")
     print_outcome(out, plan.hypothesis, outcome)
     if outcome.state == "killed":
         sys.exit(130)

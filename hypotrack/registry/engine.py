@@ -26,7 +26,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
 
 # The newest revision in hypotrack/migrations/versions; tests/test_migrations.py checks they agree.
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0004"
 DEFAULT_FILE = "hypotrack.db"
 BUSY_TIMEOUT_MS = 30_000
 # A server that does not answer fails the command after this long instead of hanging it.

@@ -122,3 +122,13 @@ def latest_triage(registry: Registry, with_report: bool = False) -> Row | None:
     columns = [t] if with_report else [c for c in t.c if c.name != "report"]
     rows = fetch(registry, select(*columns).order_by(t.c.at.desc(), t.c.id.desc()).limit(1))
     return rows[0] if rows else None
+
+
+def pooled_test_runs(registry: Registry, hypothesis_id: str, pool_key: str) -> list[Row]:
+    """Finished test runs of this hypothesis on the same arms (apart from the seed), oldest first, with
+    the series their verdicts read: the seeds a new test of the same arms adds up with."""
+    tr = tables.test_run
+    return fetch(registry, select(tr.c.id, tr.c.seeds, tr.c.series, tr.c.started_at)
+                 .where(tr.c.hypothesis_id == hypothesis_id, tr.c.pool_key == pool_key, tr.c.state == "finished",
+                        tr.c.series.is_not(None))
+                 .order_by(tr.c.started_at, tr.c.id))

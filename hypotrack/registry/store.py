@@ -183,8 +183,12 @@ def finish_test_run(
     registry: Registry, test_run_id: str, *, state: str, verdict: str | None = None,
     confidence: float | None = None, summary: str | None = None, evidence: dict[str, Any] | None = None,
     error: str | None = None, mlflow_closed: bool = True, effect: dict[str, Any] | None = None,
+    headline: str | None = None, pool_key: str | None = None, series: dict[str, Any] | None = None,
 ) -> None:
-    """End a test run; the hypothesis gets the verdict, or its previous status back when there is none."""
+    """End a test run; the hypothesis gets the verdict, or its previous status back when there is none.
+
+    pool_key and series (what the verdict read) let a later test of the same arms pool these seeds.
+    """
     if state not in RUN_STATES or state == "running":
         raise ValueError(f"cannot finish a test run as {state!r}")
 
@@ -194,7 +198,7 @@ def finish_test_run(
             return  # already reconciled by someone else
         run.state, run.ended_at = state, utcnow()
         run.verdict, run.confidence, run.summary, run.error = verdict, confidence, summary, error
-        run.effect = effect
+        run.effect, run.headline, run.pool_key, run.series = effect, headline, pool_key, series
         run.mlflow_closed = int(mlflow_closed)
         hyp = _state(session, run.hypothesis_id)
         if hyp.status != "testing":

@@ -86,6 +86,11 @@ test_run = Table(
     Column("ended_at", DateTime(timezone=True), nullable=True),
     Column("mlflow_closed", Integer, nullable=False, default=0),  # 1 once its MLflow runs were ended
     Column("effect", JSON, nullable=True),  # the treatment effect: per-seed differences, interval, class
+    Column("headline", UserText, nullable=True),  # the verdict in one line, for tables
+    # The arms apart from the seed (run/plan.py pool_key): tests with the same key pool their seeds.
+    Column("pool_key", String(64), nullable=True, index=True),
+    # What the verdict read, arm -> seed -> metric -> [[step, value]], so a later test can pool these seeds.
+    Column("series", JSON, nullable=True),
     Index("ix_test_run_state_host", "state", "host"),
 )
 

@@ -11,6 +11,10 @@
 
 `settings` takes the names of RUN_SETTINGS (spec/run_settings.py) plus `set` (any GRPOConfig field
 or lora.<field>); bad values raise HypotrackError or SpecError before anything is recorded.
+
+Seeds add up across tests of the same arms (run/pooling.py): `with_more_seeds(plan, registry, 3)` trains
+only the next three unused seeds, and `run_until_decided(plan, registry, max_seeds=8)` adds one seed at
+a time until the treatment effect is decided (the sequential rule of hypotrack/effect.py).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 from hypotrack.errors import HypotrackError
 from hypotrack.protocol import ArmSpec
 from hypotrack.run.lifecycle import RunOptions, TestOutcome, run_test
-from hypotrack.run.plan import config_hash, control_spec, resolve_arms, unmet_requirements
+from hypotrack.run.plan import config_hash, control_spec, pool_key, resolve_arms, unmet_requirements
 from hypotrack.run.workers import Display
 from hypotrack.spec.loader import Library, load_experiment, resolve_experiment_path
 from hypotrack.spec.models import Hypothesis, Overrides
@@ -42,6 +46,18 @@ class TestPlan:
     @property
     def config_hash(self) -> str:
         return config_hash(self.specs)
+
+    @property
+    def seeds(self) -> list[int]:
+        return sorted({s.seed for s in self.specs})
+
+    def reseeded(self, seeds: list[int]) -> "TestPlan":
+        """The same arms on other seeds (a seed changes nothing else of a resolved arm)."""
+        firsts = {}
+        for spec in self.specs:
+            firsts.setdefault(spec.arm, spec)
+        specs = [spec.model_copy(update={"seed": seed}) for spec in firsts.values() for seed in seeds]
+        return TestPlan(self.hypothesis, self.hypothesis_file, specs, dict(self.flags), list(self.unmet))
 
 
 def prepare_test(library: Library, hypothesis_id: str, *, experiment: str | None = None,
@@ -89,3 +105,52 @@ def run_prepared(plan: TestPlan, registry, options: RunOptions | None = None,  #
         options.flags = plan.flags
     return run_test(plan.hypothesis, plan.hypothesis_file, plan.specs, registry, options, display, on_start,
                     unmet=plan.unmet)
+
+
+def _earlier(plan: TestPlan, registry) -> list:  # noqa: ANN001
+    from hypotrack.registry.queries import pooled_test_runs
+
+    return pooled_test_runs(registry, plan.hypothesis.id, pool_key(plan.specs))
+
+
+def pooled_seeds(plan: TestPlan, registry) -> list[int]:  # noqa: ANN001
+    """Seeds earlier finished tests of these arms already trained."""
+    return sorted({int(seed) for row in _earlier(plan, registry) for by_seed in (row.series or {}).values()
+                   for seed in by_seed})
+
+
+def with_more_seeds(plan: TestPlan, registry, count: int) -> TestPlan:  # noqa: ANN001
+    """The plan on the ``count`` lowest seeds no earlier test of these arms used (`--more-seeds`)."""
+    from hypotrack.run.pooling import unused_seeds
+
+    return plan.reseeded(unused_seeds(_earlier(plan, registry), count))
+
+
+MIN_SEEDS = 2  # the fewest seeds that give the effect an interval
+
+
+def run_until_decided(plan: TestPlan, registry, options: RunOptions | None = None, *, max_seeds: int,  # noqa: ANN001
+                      display: Display | None = None, on_start=None) -> list[TestOutcome]:  # noqa: ANN001
+    """`--seeds auto`: add one seed (both arms) at a time until the effect is decided or ``max_seeds`` are in.
+
+    Each addition is a test run of its own (it pools the earlier ones), so an interrupted search keeps
+    what it measured. The effect's interval follows the sequential rule (effect.sequential_levels),
+    which keeps the chance of a false "helps" at 5% although it is looked at after every seed.
+    """
+    options = options or RunOptions()
+    options.max_seeds = max_seeds
+    outcomes: list[TestOutcome] = []
+    have = len(pooled_seeds(plan, registry))
+    if have >= max_seeds:
+        raise HypotrackError(f"--max-seeds {max_seeds}: earlier tests of these arms already trained {have} seeds; "
+                             f"give --max-seeds {have + 2} or more to add seeds")
+    step = max(MIN_SEEDS - have, 1)
+    while True:
+        outcome = run_prepared(with_more_seeds(plan, registry, step), registry, options, display, on_start)
+        outcomes.append(outcome)
+        verdict = outcome.verdict
+        if outcome.state != "finished" or verdict is None or plan.unmet:
+            return outcomes
+        if verdict.effect is None or verdict.effect.verdict != "undetermined" or len(verdict.seeds) >= max_seeds:
+            return outcomes
+        step = 1

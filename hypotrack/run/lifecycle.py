@@ -4,7 +4,8 @@ Order of operations matters for reliability:
 1. resolve every arm's config and check the inputs (nothing is recorded if they are bad);
 2. record the test run (the hypothesis goes to `testing`) and create the MLflow runs;
 3. run the workers; Ctrl-C/SIGTERM stops them and ends everything as killed;
-4. evaluate the criteria, then write the verdict to MLflow and the registry.
+4. evaluate the criteria over this test's seeds and those of earlier tests of the same arms (run/pooling.py),
+   then write the verdict to MLflow and the registry.
 Whatever happens after step 2, a `finally` ends the MLflow runs and the test run.
 """
 
@@ -19,13 +20,14 @@ from typing import Any, Callable
 from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
 from hypotrack.run import launchers, signals
-from hypotrack.run.plan import config_hash, unmet_requirements
+from hypotrack.run.plan import config_hash, pool_key, unmet_requirements
+from hypotrack.run.pooling import kept_series, pool
 from hypotrack.run.preflight import check_output_dir, preflight
 from hypotrack.run.records import log_outcome, log_plan
 from hypotrack.run.workers import ArmState, Display, run_workers, series_by_arm, stop_all
 from hypotrack.spec.models import Hypothesis
 from hypotrack.spec.vocabulary import ARMS
-from hypotrack.verdict import Verdict, decide, not_applicable
+from hypotrack.verdict import Verdict, decide, not_applicable, pooled
 
 # How an arm's or a test's state reads as an MLflow run status.
 MLFLOW_STATUS = {"finished": "FINISHED", "killed": "KILLED"}
@@ -41,6 +43,8 @@ class RunOptions:
     tracking_uri: str | None = None
     mlflow_experiment: str | None = None
     flags: dict[str, Any] = field(default_factory=dict)
+    # --seeds auto: the effect is looked at after every seed up to this many (the sequential rule).
+    max_seeds: int | None = None
 
     @property
     def launch(self) -> launchers.LaunchOptions:
@@ -69,7 +73,7 @@ def run_test(
     on_start: Callable[[str, str, str], None] | None = None,
     unmet: list[str] | None = None,
 ) -> TestOutcome:
-    from hypotrack.registry import store
+    from hypotrack.registry import queries, store
     from hypotrack.tracking import Tracker, close_orphaned_runs
 
     preflight(specs)
@@ -95,7 +99,8 @@ def run_test(
         arms.append(ArmState(spec=spec.model_copy(update={"test_id": test.id, "output_dir": str(directory),
                                                            "threads": threads}), dir=directory))
     parent_id: str | None = None
-    state, verdict, error = "failed", None, None
+    state, verdict, error, kept = "failed", None, None, None
+    key = pool_key(specs)
     started = time.time()
     previous_handlers = signals.install()
     try:
@@ -118,7 +123,13 @@ def run_test(
         if unmet:
             verdict = not_applicable(unmet)
         else:
-            verdict = decide(hypothesis, series_by_arm(arms), seeds, failed, trainer=specs[0].trainer)
+            series = series_by_arm(arms)
+            if not failed:
+                kept = kept_series(series, hypothesis)
+            earlier = queries.pooled_test_runs(registry, hypothesis.id, key)
+            series, all_seeds, used = pool(earlier, series, seeds)
+            verdict = pooled(decide(hypothesis, series, all_seeds, failed, trainer=specs[0].trainer,
+                                    max_seeds=options.max_seeds), used)
         log_outcome(tracker, parent_id, arms, verdict, out_root)
         if verdict.effect is not None:
             tracker.log_metrics(parent_id, verdict.effect.metrics(), 0)
@@ -146,7 +157,9 @@ def run_test(
             store.finish_test_run(registry, test.id, state=state, verdict=verdict.status,
                                   confidence=verdict.confidence, summary=verdict.summary,
                                   evidence=verdict.evidence(run_ids), error=error,
-                                  effect=verdict.effect.as_json() if verdict.effect else None)
+                                  effect=verdict.effect.as_json() if verdict.effect else None,
+                                  headline=verdict.headline, pool_key=key,
+                                  series=kept if state == "finished" else None)
         else:
             store.finish_test_run(registry, test.id, state=state, error=error)
         signals.restore(previous_handlers)

@@ -235,6 +235,13 @@ def _check_resolved(resolved: dict[str, Any], arm: str) -> None:
         raise HypotrackError(f"{arm} arm: scale_rewards must be one of {', '.join(SCALE_REWARDS)}")
 
 
+def pool_key(specs: list[ArmSpec]) -> str:
+    """The arms apart from their seeds: tests of a hypothesis with the same key add their seeds up."""
+    arms = {s.arm: s.config_for_hash() | {"arm": s.arm} for s in specs}
+    payload = json.dumps([arms[a] for a in sorted(arms)], sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
 def config_hash(specs: list[ArmSpec]) -> str:
     payload = json.dumps([s.config_for_hash() | {"arm": s.arm} for s in specs], sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]

@@ -211,7 +211,7 @@ def run_selftest(library: Library, registry, tracker, out_dir: Path, rows: list[
 
 
 SYMBOL = {"validated": "VALIDATED", "partial": "partial", "invalidated": "invalidated",
-          "inconclusive": "inconclusive"}
+          "inconclusive": "inconclusive", "not_applicable": "n/a"}
 
 
 def render_markdown(result: SelftestResult) -> str:

@@ -6,9 +6,11 @@ GRPO maths and the hooks all read them from here.
 
 from __future__ import annotations
 
-# A hypothesis's status in the registry.
-STATUSES: tuple[str, ...] = ("pending", "testing", "validated", "partial", "invalidated", "inconclusive")
-RESOLVED_STATUSES = frozenset({"validated", "invalidated", "partial"})
+# A hypothesis's status in the registry. not_applicable: the run lacks what the hypothesis needs (no KL
+# term, a single reward function): nothing was ruled out, and nothing is left to test on that run.
+STATUSES: tuple[str, ...] = ("pending", "testing", "validated", "partial", "invalidated", "inconclusive",
+                             "not_applicable")
+RESOLVED_STATUSES = frozenset({"validated", "invalidated", "partial", "not_applicable"})
 PRIORITIES: tuple[str, ...] = ("high", "medium", "low")
 PRIORITY_RANK = {name: rank for rank, name in enumerate(PRIORITIES)}
 # A test run's state.
