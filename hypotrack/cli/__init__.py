@@ -42,6 +42,7 @@ class LazyGroup(click.Group):
                      "Run every hypothesis against every planted fault and a clean run; print the confusion matrix."),
         "triage": ("hypotrack.cli.triage", "triage",
                    "Rank the hypotheses on a run's own logs (MLflow run, training folder, CSV) before training."),
+        "mcp": ("hypotrack.cli.mcp", "mcp", "Serve these commands to a coding agent as MCP tools over stdio."),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

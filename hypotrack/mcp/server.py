@@ -1,0 +1,113 @@
+"""The MCP server: hypotrack's investigation commands as tools, over stdio.
+
+Every tool answers with the text the CLI prints for the same command with `--json` (`report` and
+`validate`, which have no JSON form, with their text), and a refused input with the CLI's own
+one-paragraph message as an error result. The read-only tools run in this process and import no
+torch, mlflow or trl; `run` trains in a child process (training.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+
+from hypotrack import __version__
+from hypotrack.mcp import GUIDE
+from hypotrack.mcp.commands import CommandFailed, Where, answer
+from hypotrack.mcp.training import RunRequest, run_streaming
+
+READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+def _text(text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)])
+
+
+def _refused(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+def _command(call: Callable[[], str]) -> CallToolResult:
+    try:
+        return _text(call().strip())
+    except CommandFailed as exc:
+        return _refused(str(exc))
+
+
+def build(where: Where) -> MCPServer:
+    server = MCPServer("hypotrack", version=__version__, instructions=GUIDE.read_text())
+
+    @server.tool(annotations=READS)
+    def status() -> CallToolResult:
+        """Every hypothesis with its status, confidence, latest evidence, last run and triage rank
+        (the JSON of `hypotrack status --json`)."""
+        return _command(lambda: answer(where, "status", "--json"))
+
+    @server.tool(name="next", annotations=READS)
+    def next_() -> CallToolResult:
+        """Which hypothesis to test next and why: the top unresolved triage suspect, else priority and
+        prerequisites (`hypotrack next --json`)."""
+        return _command(lambda: answer(where, "next", "--json"))
+
+    @server.tool(annotations=READS)
+    def show(hypothesis: str) -> CallToolResult:
+        """One hypothesis: its definition, status history, notes, test runs with their verdicts and MLflow
+        run ids, and its triage reading (`hypotrack show ID --json`)."""
+        return _command(lambda: answer(where, "show", hypothesis, "--json"))
+
+    @server.tool(annotations=WRITES)
+    def triage(source: str, tracking_uri: str | None = None, task_reward: str | None = None) -> CallToolResult:
+        """Rank the hypotheses on a run's own logs before training anything (`hypotrack triage SOURCE --json`).
+
+        source: a training output folder (its trainer_state.json, or the newest checkpoint's), a
+        trainer_state.json, a CSV with a step column, or an MLflow run id / runs:/<id> URI.
+        tracking_uri: the MLflow store of an MLflow run source. task_reward: the logged reward function that
+        measures the task. The ranking is recorded in the registry; `next` then starts from its top suspect."""
+        options = [*(["--tracking-uri", tracking_uri] if tracking_uri else []),
+                   *(["--task-reward", task_reward] if task_reward else [])]
+        return _command(lambda: answer(where, "triage", source, *options, "--json"))
+
+    @server.tool(annotations=READS)
+    def validate(paths: list[str] | None = None) -> CallToolResult:
+        """Check the hypothesis and experiment files (all of them, or the given paths); every problem is
+        reported as file:line: key: message (`hypotrack validate`)."""
+        return _command(lambda: answer(where, "validate", *(paths or [])))
+
+    @server.tool(annotations=READS)
+    def report() -> CallToolResult:
+        """The investigation as markdown: status summary, next action, the experiments log (`hypotrack report`)."""
+        return _command(lambda: answer(where, "report"))
+
+    @server.tool(annotations=WRITES)
+    async def run(hypothesis: str, ctx: Context, train: bool = False, seeds: int | None = None,
+                  max_steps: int | None = None, flags: list[str] | None = None) -> CallToolResult:
+        """Test a hypothesis (`hypotrack run ID`). By default a dry run: the resolved arms and configs, nothing
+        trained. train=true trains control and treatment over the seeds (minutes), streaming each progress
+        line, and answers with the test's record as `show` lists it (verdict, confidence, effect, MLflow runs).
+        flags: other `hypotrack run` flags as on a command line, e.g. ["--no-peft", "--batch-size", "8"]."""
+        request = RunRequest(hypothesis, train, seeds, max_steps, tuple(flags or ()))
+
+        async def progress(count: int, line: str) -> None:
+            await ctx.report_progress(count, None, line)
+
+        try:
+            output = await run_streaming(where, request, progress)
+        except CommandFailed as exc:
+            return _refused(str(exc))
+        if not train:
+            return _text(json.dumps({"dry_run": True, "plan": output}, indent=2))
+        shown = json.loads(answer(where, "show", hypothesis, "--json"))
+        latest = shown["runs"][-1] if shown["runs"] else None
+        return _text(json.dumps({"dry_run": False, "test": latest, "status": shown["status"],
+                                 "output_tail": output}, indent=2, default=str))
+
+    return server
+
+
+def serve(where: Where) -> None:
+    """Serve the tools on stdin/stdout until the client closes them."""
+    build(where).run("stdio")
