@@ -1,10 +1,12 @@
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from hypotrack.hooks import ALL_HOOKS, HOOK_METRICS, HOOK_SETTING_DEFAULTS, HOOK_SETTINGS, build_hook, get_hook_class
-from hypotrack.hooks.base import LossParts, RolloutBatch, StepContext
+from hypotrack.hooks.base import EVENTS, DiagnosticHook, LossParts, RolloutBatch, StepContext
+from hypotrack.hooks.hookset import HookSet
 
 torch.set_num_threads(1)
 
@@ -20,6 +22,33 @@ def test_every_hook_is_listed_and_builds_with_defaults():
         assert get_hook_class(name).name == name
         hook = build_hook(name, **HOOK_SETTING_DEFAULTS[name])
         assert set(hook.settings) == set(HOOK_SETTINGS[name])
+
+
+def test_every_hook_describes_itself():
+    for name in ALL_HOOKS:
+        cls = get_hook_class(name)
+        assert cls.description and cls.metrics, name
+        assert set(cls.setting_docs()) == set(HOOK_SETTINGS[name]), f"{name}: each setting needs a docstring"
+        assert any(cls.handles(event) for event in EVENTS), name
+
+
+def test_unknown_setting_is_refused_naming_the_accepted_ones():
+    with pytest.raises(ValueError, match="accepted: .*'every'"):
+        build_hook("kl", evry=3)
+
+
+def test_hookset_calls_only_the_events_a_hook_handles_and_records_under_diag():
+    class Counting(DiagnosticHook):
+        name = "counting"
+
+        def on_step_end(self, ctx):
+            return {"calls": 1.0}
+
+    recorded = []
+    hooks = HookSet([Counting()], lambda key, value: recorded.append((key, value)))
+    assert hooks.wants("on_step_end") and not hooks.wants("on_loss")
+    hooks.step_end(StepContext(step=1, model=None, ref_model=None, trainer=None))
+    assert recorded == [("diag/counting/calls", 1.0)]
 
 
 def _matches(key: str, patterns: list[str], funcs: list[str]) -> bool:
@@ -64,5 +93,4 @@ def test_emitted_keys_are_in_the_manifest():
             keys |= set(out)
         unknown = [k for k in keys if not _matches(k, HOOK_METRICS[name], funcs)]
         assert not unknown, (name, unknown)
-        if hasattr(hook, "close"):
-            hook.close()
+        hook.close()

@@ -94,15 +94,12 @@ def _train(variant: str, experiment: str, steps: int, out: Path) -> StepClock:
         log = RewardErrorLog()
         hooks = build_hooks(spec)
         events = EventWriter(open(out / "events.jsonl", "w"))  # noqa: SIM115 - as a worker writes them
-        callback = TrainingCallback(events, hooks, steps, rewards[spec.task_reward_index].__name__)
+        callback = TrainingCallback(events, steps, rewards[spec.task_reward_index].__name__)
         trainer = HypotrackGRPOTrainer(reward_funcs=[wrap_reward(r, log) for r in rewards], hooks=hooks,
                                        reward_errors=log, callbacks=[callback, clock], **common)
         callback.trainer = trainer
         _quiet(trainer)
     trainer.train()
-    for hook in getattr(trainer, "hypotrack_hooks", []):
-        if hasattr(hook, "close"):
-            hook.close()
     return clock
 
 

@@ -20,6 +20,7 @@ relative to the observed range, it means the same for 0/1 verifiers and for rewa
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from hypotrack.hooks.base import DiagnosticHook, RolloutBatch
@@ -27,10 +28,24 @@ from hypotrack.hooks.base import DiagnosticHook, RolloutBatch
 
 class AdvantagesHook(DiagnosticHook):
     name = "advantages"
+    description = (
+        "h01: advantage magnitudes, per-group reward std, near-zero-std groups, abs max under each "
+        "scale_rewards mode"
+    )
+    metrics = (
+        "abs_max", "abs_mean", "abs_p99", "group_std_min", "group_std_mean", "near_zero_std_share",
+        "near_zero_std_abs_adv_max", "abs_max_group", "abs_max_batch", "abs_max_none",
+        "recompute_max_abs_diff",
+    )
 
-    def __init__(self, near_tie: float = 1e-2, **settings: Any) -> None:
-        super().__init__(near_tie=near_tie, **settings)
-        self.near_tie = float(near_tie)
+    @dataclass(frozen=True)
+    class Settings:
+        near_tie: float = 1e-2
+        """Rewards this close count as tied when a group's std is judged near zero."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.near_tie = float(self.config.near_tie)
         self._low = self._high = None  # running min/max of the rewards (per function under normalize_then_sum)
 
     def _range(self, rewards):  # noqa: ANN001 - (N,) or (N, F) tensor

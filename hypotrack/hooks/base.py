@@ -1,11 +1,17 @@
-"""The contract between the GRPO trainer and the diagnostics hooks.
+"""The contract between a GRPO trainer and the diagnostics hooks.
 
-The trainer (hypotrack/trainers/grpo.py, a GRPOTrainer subclass) builds a
-`RolloutBatch` after every generation and a `LossParts` inside every loss
-computation, and hands them to each attached hook. A hook returns plain floats
-keyed by short names; the trainer prefixes them with ``diag/<hook name>/`` and
-logs them through TRL's own metric buffer, so they are averaged per logging
-step exactly like ``reward`` and reach MLflow under the same step numbers.
+A hook describes itself on its class: its ``name``, a one-line ``description``, the ``metrics`` it
+emits, a ``Settings`` dataclass (one field per setting, each with its default and a docstring under
+it), and the events it handles (the ``on_*`` methods below it overrides). hooks/manifest.py derives
+the loader's catalogue from these declarations, so a hook module must import torch lazily (inside
+the methods): the spec loader and the fast CLI import every hook module without torch.
+
+The trainer (hypotrack's own GRPOTrainer subclass, or a user's trainer under ``hypotrack.watch``)
+builds a `RolloutBatch` after every generation and a `LossParts` inside every loss computation, and
+a `HookSet` (hooks/hookset.py) hands them to the hooks that handle them. A hook returns plain floats
+keyed by short names; the HookSet prefixes them with ``diag/<hook name>/`` and records them in TRL's
+own metric buffer, so they are averaged per logging step exactly like ``reward`` and reach every
+tracker the trainer reports to under the same step numbers.
 
 Hooks must not keep tensors from one step to the next (memory stays flat over
 long runs): reduce to floats inside the call, keep at most a few small samples
@@ -14,6 +20,11 @@ for artifacts.
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import functools
+import inspect
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -87,6 +98,9 @@ class LossParts:
     prompt_mask: "torch.Tensor | None" = None
     completion_ids: "torch.Tensor | None" = None
     entropies: "torch.Tensor | None" = None  # (B, C) the policy's per-token entropy, when TRL computed it
+    # Whether TRL recomputed the old policy's logprobs for this batch (num_iterations > 1, or more
+    # generation steps than accumulation steps); otherwise old_per_token_logps is the policy's own.
+    old_recomputed: bool = False
 
 
 @dataclass
@@ -99,13 +113,48 @@ class StepContext:
     trainer: Any
 
 
+@dataclass(frozen=True)
+class NoSettings:
+    """A hook without settings."""
+
+
+# The events a hook can handle, in the order a training step meets them.
+EVENTS = ("on_train_begin", "on_rollout", "on_loss", "on_before_optimizer_step", "on_step_end", "on_train_end")
+
+
 class DiagnosticHook:
-    """Base class: override the events you need; each returns {metric_name: float}."""
+    """Base class: declare what the hook is, override the events it handles; each returns {metric_name: float}.
+
+    ``Settings`` is a dataclass; ``hook.config`` is its instance for this hook, ``hook.settings`` the same
+    as a dict. An unknown setting raises ValueError naming the accepted ones.
+    """
 
     name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    metrics: ClassVar[tuple[str, ...]] = ()
+    Settings: ClassVar[type] = NoSettings
 
     def __init__(self, **settings: Any) -> None:
-        self.settings = settings
+        accepted = {f.name for f in dataclasses.fields(self.Settings)}
+        unknown = sorted(set(settings) - accepted)
+        if unknown:
+            raise ValueError(f"hook {self.name!r} does not accept setting(s) {unknown}; "
+                             f"accepted: {sorted(accepted)}")
+        self.config = self.Settings(**settings)
+        self.settings: dict[str, Any] = dataclasses.asdict(self.config)
+
+    @classmethod
+    def handles(cls, event: str) -> bool:
+        """Whether this hook overrides ``event`` (the HookSet calls a hook only for the events it handles)."""
+        return getattr(cls, event) is not getattr(DiagnosticHook, event)
+
+    @classmethod
+    def setting_defaults(cls) -> dict[str, Any]:
+        return {f.name: f.default for f in dataclasses.fields(cls.Settings)}
+
+    @classmethod
+    def setting_docs(cls) -> dict[str, str]:
+        return setting_docs(cls.Settings)
 
     def on_train_begin(self, ctx: StepContext) -> dict[str, float]:
         return {}
@@ -116,9 +165,32 @@ class DiagnosticHook:
     def on_loss(self, parts: LossParts, step: int) -> dict[str, float]:
         return {}
 
+    def on_before_optimizer_step(self, ctx: StepContext) -> dict[str, float]:
+        """After backward, before the optimizer uses the gradients (gradients are readable here)."""
+        return {}
+
     def on_step_end(self, ctx: StepContext) -> dict[str, float]:
         return {}
+
+    def on_train_end(self, ctx: StepContext) -> dict[str, float]:
+        return {}
+
+    def close(self) -> None:
+        """Remove whatever the hook registered on the model (torch hooks); called once training ends."""
 
     def write_artifacts(self, out_dir: Path) -> list[Path]:
         """Write HTML/PNG/JSON artifacts at the end of training; return their paths."""
         return []
+
+
+@functools.lru_cache(maxsize=None)
+def setting_docs(settings: type) -> dict[str, str]:
+    """The docstring written under each field of a settings dataclass (the attribute-docstring convention)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(settings)))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, after in zip(body, body[1:]):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    return docs

@@ -17,6 +17,10 @@ from hypotrack.hooks.base import DiagnosticHook, RolloutBatch
 
 class CompletionLengthHook(DiagnosticHook):
     name = "completion_length"
+    description = "h12: completions cut at max_completion_length and the task reward they lose"
+    metrics = (
+        "clipped_share", "length_mean", "terminated_task_reward", "clipped_task_reward", "clipped_reward_gap",
+    )
 
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
         ids = batch.completion_ids.detach().cpu()

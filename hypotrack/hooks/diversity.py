@@ -18,6 +18,10 @@ from hypotrack.hooks.base import DiagnosticHook, LossParts, RolloutBatch
 
 class DiversityHook(DiagnosticHook):
     name = "diversity"
+    description = "h15: policy entropy against the run's start, identical and distinct completions per group"
+    metrics = (
+        "entropy", "entropy_ratio", "identical_group_share", "distinct_share",
+    )
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)

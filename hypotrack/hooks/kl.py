@@ -30,6 +30,7 @@ only `k_source`, `ref_available`, `policy_moved`, `beta` are emitted, as 0.0 for
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from hypotrack.hooks.base import DiagnosticHook, LossParts, StepContext
@@ -58,10 +59,29 @@ def aggregate(per_token, mask, loss_type: str):
 
 class KLHook(DiagnosticHook):
     name = "kl"
+    description = (
+        "h03: k1/k2/k3 KL estimates, KL share of the loss, reference logprobs vs a fresh "
+        "frozen-reference forward, ref == policy"
+    )
+    metrics = (
+        "beta", "policy_moved", "k_source", "k1_mean", "k1_max", "k2_mean", "k2_max", "k3_mean", "k3_max",
+        "k1_neg_share", "kl_loss_share", "kl_grad_share", "ref_is_policy", "ref_available",
+        "ref_logp_max_abs_diff",
+    )
 
-    def __init__(self, every: int = 10, sample_rows: int = 4, ref_is_policy_tol: float = 1e-5, **settings: Any) -> None:
-        super().__init__(every=every, sample_rows=sample_rows, ref_is_policy_tol=ref_is_policy_tol, **settings)
-        self.every, self.sample_rows, self.tol = max(int(every), 1), int(sample_rows), float(ref_is_policy_tol)
+    @dataclass(frozen=True)
+    class Settings:
+        every: int = 10
+        """Re-run the frozen reference on a sample of rows every this many steps."""
+        sample_rows: int = 4
+        """Rows of the batch the reference re-run scores."""
+        ref_is_policy_tol: float = 1e-5
+        """Largest logprob difference at which the reference still counts as the policy itself."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        c = self.config
+        self.every, self.sample_rows, self.tol = max(int(c.every), 1), int(c.sample_rows), float(c.ref_is_policy_tol)
         self._fp0 = None  # per-tensor sums of trainable params at train begin (one small vector)
         self.moved = False
         self._n_loss = 0

@@ -36,6 +36,7 @@ Full fine-tuning: `lora_enabled` is 0 and the adapter keys and `gen_adapter_acti
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from hypotrack.hooks.base import DiagnosticHook, RolloutBatch, StepContext
@@ -56,11 +57,31 @@ def _norm_name(name: str) -> str:
 
 class LoraSyncHook(DiagnosticHook):
     name = "lora_sync"
+    description = (
+        "h06: LoRA adapter norms and movement, reference == base, generator vs trainer weights and "
+        "logprob gap"
+    )
+    metrics = (
+        "lora_enabled", "adapter_count", "a_norm_mean", "b_norm_mean", "b_norm_min", "delta_norm_mean",
+        "delta_norm_min", "frozen_adapter_share", "zero_b_share", "step_change_mean",
+        "untrainable_adapter_share", "ref_equals_base", "ref_available", "gen_captured",
+        "gen_adapter_active_share", "gen_checksum_rel_diff", "gen_token_match_share", "logp_gap_mean",
+        "logp_gap_max", "logp_gap_source",
+    )
 
-    def __init__(self, every: int = 10, sample_rows: int = 8, temperature: float | None = None, **settings: Any) -> None:
-        super().__init__(every=every, sample_rows=sample_rows, temperature=temperature, **settings)
-        self.every, self.sample_rows = max(int(every), 1), int(sample_rows)
-        self.temperature = temperature
+    @dataclass(frozen=True)
+    class Settings:
+        every: int = 10
+        """Capture a generation and report adapter norms every this many rollouts and steps."""
+        sample_rows: int = 8
+        """Rows re-scored by the trainer to compare with the generator's logprobs."""
+        temperature: float | None = None
+        """Temperature of the generator's logprobs; None: the trainer's own."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.every, self.sample_rows = max(int(self.config.every), 1), int(self.config.sample_rows)
+        self.temperature = self.config.temperature
         self._model = None
         self._trainer = None
         self._handles: list[Any] = []

@@ -14,6 +14,7 @@ Nothing is reported when the experiment declares no reference column (the criter
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from hypotrack.hooks.base import DiagnosticHook, RolloutBatch
@@ -21,10 +22,23 @@ from hypotrack.hooks.base import DiagnosticHook, RolloutBatch
 
 class RewardCheckHook(DiagnosticHook):
     name = "reward_check"
+    description = (
+        "h13: the task reward of each row's reference answer against a wrong answer in the same format"
+    )
+    metrics = (
+        "reference_beats_wrong_share", "reference_reward_mean", "wrong_reward_mean", "checked_rows",
+    )
 
-    def __init__(self, every: int = 10, rows: int = 16, **settings: Any) -> None:
-        super().__init__(every=every, rows=rows, **settings)
-        self.every, self.rows = max(int(every), 1), max(int(rows), 2)
+    @dataclass(frozen=True)
+    class Settings:
+        every: int = 10
+        """Score the reference answers every this many rollouts."""
+        rows: int = 16
+        """Rows scored per check (at least 2)."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.every, self.rows = max(int(self.config.every), 1), max(int(self.config.rows), 2)
         self._n_rollouts = 0
 
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:

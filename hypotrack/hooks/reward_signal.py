@@ -35,6 +35,7 @@ sample (`reservoir_size` values per function, uniform over the run).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 import random
 from pathlib import Path
 from typing import Any
@@ -71,10 +72,24 @@ def task_alignment(rewards: list[float], task: list[float], group_size: int) -> 
 
 class RewardSignalHook(DiagnosticHook):
     name = "reward_signal"
+    description = (
+        "h05: the task reward and the auxiliary ones by role (how much of the advantage signal the task "
+        "reward does not explain), per function mean/std/errors, correlations, histograms"
+    )
+    metrics = (
+        "{func}/mean", "{func}/std", "{func}/nan_share", "{func}/errors", "corr/{a}__{b}",
+        "zero_std_group_share", "errors", "task/mean", "task/std", "aux/count", "aux/std_max",
+        "aux/task_corr_min", "aux/task_alignment", "aux/untracked_share", "aux/reward_share", "aux/mean",
+    )
 
-    def __init__(self, reservoir_size: int = 2000, **settings: Any) -> None:
-        super().__init__(reservoir_size=reservoir_size, **settings)
-        self.cap = int(reservoir_size)
+    @dataclass(frozen=True)
+    class Settings:
+        reservoir_size: int = 2000
+        """Rewards kept per function (a uniform sample over the run) for the end-of-run histograms."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.cap = int(self.config.reservoir_size)
         self.reservoir: dict[str, list[float]] = {}
         self.seen: dict[str, int] = {}
         self._rng = random.Random(0)

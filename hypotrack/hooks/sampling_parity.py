@@ -25,6 +25,7 @@ A generator that is a separate engine (vLLM) is not tapped; TRL's own
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from hypotrack.hooks.base import DiagnosticHook, RolloutBatch, StepContext
@@ -35,10 +36,23 @@ CLOSES = 0.1  # dropping a transform closes the gap when what is left is under a
 
 class SamplingParityHook(DiagnosticHook):
     name = "sampling_parity"
+    description = (
+        "h14: logprob gap between the sampling transforms and the scoring one, and which transform "
+        "closes it"
+    )
+    metrics = (
+        "transform_gap_mean", "transform_gap_max", "gap_without_temperature", "gap_without_repetition_penalty",
+        "gap_without_top_k_top_p", "closing_transform", "sampling_temperature", "scoring_temperature",
+    )
 
-    def __init__(self, every: int = 10, **settings: Any) -> None:
-        super().__init__(every=every, **settings)
-        self.every = max(int(every), 1)
+    @dataclass(frozen=True)
+    class Settings:
+        every: int = 10
+        """Tap the generator's logits every this many rollouts."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.every = max(int(self.config.every), 1)
         self._handles: list[Any] = []
         self._trainer = None
         self._n_rollouts = 0

@@ -24,6 +24,7 @@ padding, independently of the rollout batch.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 import html
 import math
 from pathlib import Path
@@ -85,18 +86,34 @@ def echoed_prompt_mask(prompt_ids, prompt_mask, completion_ids, special_ids: set
 
 class TokenMaskingHook(DiagnosticHook):
     name = "token_masking"
+    description = (
+        "h02: share of loss-bearing tokens that are prompt / environment / padding / completion, eos "
+        "masking, HTML samples"
+    )
+    metrics = (
+        "prompt_share", "environment_share", "padding_share", "completion_share", "loss_tokens_per_row",
+        "eos_masked_share", "pad_eos_same", "echo_row_share", "loss_padding_share",
+    )
 
-    def __init__(
-        self, min_prompt_echo: int = 8, echo_fraction: float = 0.5, n_samples: int = 3, sample_every: int = 50,
-        max_samples: int = 12, **settings: Any
-    ) -> None:
-        super().__init__(
-            min_prompt_echo=min_prompt_echo, echo_fraction=echo_fraction, n_samples=n_samples,
-            sample_every=sample_every, max_samples=max_samples, **settings,
-        )
-        self.min_prompt_echo = int(min_prompt_echo)
-        self.echo_fraction = float(echo_fraction)
-        self.n_samples, self.sample_every, self.max_samples = int(n_samples), int(sample_every), int(max_samples)
+    @dataclass(frozen=True)
+    class Settings:
+        min_prompt_echo: int = 8
+        """Shortest run of prompt tokens repeated in a completion that counts as an echo."""
+        echo_fraction: float = 0.5
+        """Share of the prompt an echo must repeat (whichever of the two is longer applies)."""
+        n_samples: int = 3
+        """Rows rendered per sampled rollout in the HTML artifact."""
+        sample_every: int = 50
+        """Render samples every this many rollouts."""
+        max_samples: int = 12
+        """Most rendered rows kept over the run."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        c = self.config
+        self.min_prompt_echo = int(c.min_prompt_echo)
+        self.echo_fraction = float(c.echo_fraction)
+        self.n_samples, self.sample_every, self.max_samples = int(c.n_samples), int(c.sample_every), int(c.max_samples)
         self.samples: list[dict[str, Any]] = []  # small: token strings + categories, capped
         self._n_rollouts = 0
         self._pad_id: int | None = None

@@ -55,6 +55,11 @@ def row_survival(columns: dict[str, list[Any]], i: int, truncated: bool | None) 
 
 class TruncationHook(DiagnosticHook):
     name = "truncation"
+    description = "h04: prompt length stats, truncation rate, answer-span survival, clipped completions"
+    metrics = (
+        "prompt_len_mean", "prompt_len_p95", "prompt_len_max", "truncation_known", "truncation_rate",
+        "tokens_lost_mean", "answer_known_share", "answer_survival", "completion_clipped_ratio",
+    )
 
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
         import math

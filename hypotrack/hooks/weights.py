@@ -20,6 +20,7 @@ Stable key set: totals, the max over layers, the first and last numbered layer, 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from hypotrack.hooks.base import DiagnosticHook, StepContext
@@ -30,11 +31,24 @@ _CHUNK_NUMEL = 1 << 24  # elements per batched (foreach) delta computation: boun
 
 class WeightsHook(DiagnosticHook):
     name = "weights"
+    description = "any: per-layer gradient norms and weight change since train begin"
+    metrics = (
+        "grad_norm_total", "grad_norm_max_layer", "grad_norm_layer_first", "grad_norm_layer_last",
+        "grad_norm_embed", "grad_zero_share", "delta_norm", "delta_rel", "delta_rel_max_layer",
+        "delta_rel_layer_first", "delta_rel_layer_last", "delta_rel_embed", "step_delta_rel", "grad_clipped",
+    )
 
-    def __init__(self, every: int = 1, snapshot_device: str = "cpu", **settings: Any) -> None:
-        super().__init__(every=every, snapshot_device=snapshot_device, **settings)
-        self.every = max(int(every), 1)
-        self.snapshot_device = snapshot_device
+    @dataclass(frozen=True)
+    class Settings:
+        every: int = 1
+        """Report gradient norms and weight change every this many steps."""
+        snapshot_device: str = "cpu"
+        """Where the train-begin copy of the trainable weights lives ("cpu" keeps it off the accelerator)."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.every = max(int(self.config.every), 1)
+        self.snapshot_device = self.config.snapshot_device
         self._w0: dict[str, Any] = {}
         self._gnorm: dict[str, Any] = {}
         self._handles: list[Any] = []

@@ -22,6 +22,10 @@ TIE = 1e-8  # TRL counts a group as zero-std by torch.isclose(std, 0), i.e. with
 
 class ZeroVarianceHook(DiagnosticHook):
     name = "zero_variance"
+    description = "h11: groups whose completions all get the same reward though they differ, zero advantages"
+    metrics = (
+        "tied_share", "tied_distinct_share", "zero_advantage_share", "reward_constant",
+    )
 
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
         from hypotrack.grpo_math import combined_rewards

@@ -51,7 +51,8 @@ def _fingerprint(project_root: Path, extra_files: list[str]) -> list[list]:
     package = Path(__file__).resolve().parents[1]
     folders = [project_root / "hypotheses", project_root / "experiments", HYPOTHESES_DIR, EXPERIMENTS_DIR]
     files = sorted({*(str(p) for d in folders for p in d.glob("*.y*ml")),
-                    *extra_files, *(str(package / m) for m in _RULE_MODULES)})
+                    *extra_files, *(str(package / m) for m in _RULE_MODULES),
+                    *(str(p) for p in (package / "hooks").glob("*.py"))})  # each hook declares its metrics
     out = []
     for name in files:
         try:

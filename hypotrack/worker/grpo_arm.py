@@ -48,9 +48,9 @@ def build_config(spec: ArmSpec, out_dir: Path):
 
 
 def build_hooks(spec: ArmSpec) -> list:
-    from hypotrack.hooks import get_hook_class
+    from hypotrack.hooks import build_hooks as build
 
-    return [get_hook_class(name)(**spec.hook_settings.get(name, {})) for name in spec.hooks]
+    return build(spec.hooks, spec.hook_settings)
 
 
 def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]:
@@ -87,7 +87,7 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
         events.emit(Event.METRICS, step=0, max_steps=spec.max_steps, metrics=before)
     hooks = build_hooks(spec)
     task_name = rewards[spec.task_reward_index].__name__
-    callback = TrainingCallback(events, hooks, spec.max_steps, task_name, reward_log)
+    callback = TrainingCallback(events, spec.max_steps, task_name, reward_log)
     trainer = HypotrackGRPOTrainer(
         model=model, reward_funcs=rewards, args=args, train_dataset=dataset, processing_class=tokenizer,
         peft_config=build_peft_config(spec), hooks=hooks, reward_errors=reward_log, faults=faults,
@@ -105,10 +105,7 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
     try:
         trainer.train()
     finally:
-        for hook in hooks:  # remove the torch hooks they registered on the model
-            close = getattr(hook, "close", None)
-            if close is not None:
-                close()
+        trainer.hookset.close()  # remove the torch hooks they registered on the model (a crash skips train end)
     if evaluation:
         after = evaluate(trainer.model, tokenizer, evaluation)
         final = {**after, **gains(before, after)}
@@ -122,11 +119,8 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
         (artifacts / "reward_errors.json").write_text(json.dumps(
             {"total": dict(reward_log.total), "first_message": reward_log.first_message}, indent=1))
         events.emit(Event.REWARD_ERRORS, total=dict(reward_log.total), first_message=reward_log.first_message)
-    for hook in hooks:
-        try:
-            hook.write_artifacts(artifacts)
-        except Exception as exc:  # noqa: BLE001 - a broken artifact must not fail a finished run
-            events.emit(Event.WARNING, message=f"hook {hook.name} could not write its artifacts: {exc}")
+    for name, exc in trainer.hookset.write_artifacts(artifacts):
+        events.emit(Event.WARNING, message=f"hook {name} could not write its artifacts: {exc}")
     return callback.last_metrics
 
 
@@ -153,11 +147,12 @@ def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
 
 
 class TrainingCallback(TrainerCallback):
-    """Streams logged metrics to the runner and gives hooks the events a callback can see."""
+    """Streams logged metrics to the runner and stops the arm on weights or a task reward that cannot train
+    (the hooks get their events from the trainer's own TapCallback)."""
 
-    def __init__(self, events: EventWriter, hooks: list, max_steps: int, task_reward_name: str,
+    def __init__(self, events: EventWriter, max_steps: int, task_reward_name: str,
                  reward_log=None):  # noqa: ANN001 - a RewardErrorLog
-        self.events, self.hooks, self.max_steps = events, hooks, max_steps
+        self.events, self.max_steps = events, max_steps
         self.task_reward_name, self.reward_log = task_reward_name, reward_log
         # TRL logs each reward function under its own name; the task reward is also logged by role.
         self.task_keys = {f"rewards/{task_reward_name}/mean": "task_reward",
@@ -165,26 +160,10 @@ class TrainingCallback(TrainerCallback):
         self.trainer = None
         self.last_metrics: dict[str, float] = {}
 
-    def _context(self):
-        return self.trainer.step_context()
-
-    def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001
-        for hook in self.hooks:
-            metrics = hook.on_train_begin(self._context())
-            self.trainer._record(hook, metrics)
-
-    def on_pre_optimizer_step(self, args, state, control, **kwargs):  # noqa: ANN001
-        for hook in self.hooks:
-            before = getattr(hook, "on_before_optimizer_step", None)
-            if before is not None:
-                self.trainer._record(hook, before(self._context()))
-
     def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
         check_weights(self.trainer.model, state.global_step)
         if self.reward_log is not None:
             check_task_signal(self.reward_log, self.task_reward_name, state.global_step)
-        for hook in self.hooks:
-            self.trainer._record(hook, hook.on_step_end(self._context()))
 
     def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
         metrics = {k: float(v) for k, v in (logs or {}).items()

@@ -1,0 +1,200 @@
+"""The seams of TRL 1.16's GRPOTrainer where the hooks' events come from, shared by every way of training.
+
+A TrainerCallback sees neither rollouts nor loss tensors, so these methods are wrapped (by
+hypotrack's own GRPOTrainer subclass, hypotrack/worker/trainer.py, or on a user's trainer instance by
+`instrument`, which `hypotrack.watch` uses); tests/test_trl_contract.py checks they still exist:
+
+- `_calculate_rewards`: keep this process's rows of the per-function rewards of the batch being scored;
+- `_generate_and_score_completions`: hand the finished rollout to ``on_rollout``;
+- `_get_per_token_logps_and_entropies` inside `_compute_loss`: hand the policy's logprobs and the
+  loss to ``on_loss``;
+- a `TrainerCallback` (`TapCallback`) for the events a callback does see: train begin, before the
+  optimizer step, step end, train end.
+
+Everything goes through one `HookSet`, which records into TRL's own metric buffer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from transformers import TrainerCallback
+
+from hypotrack.hooks.base import LossParts, RolloutBatch, StepContext
+from hypotrack.hooks.hookset import HookSet
+
+# The GRPOTrainer methods the tap wraps, in the order a step calls them.
+WRAPPED_METHODS = ("_calculate_rewards", "_generate_and_score_completions", "_get_per_token_logps_and_entropies",
+                   "_compute_loss")
+
+
+def record_into(trainer: Any):  # noqa: ANN201 - a hookset.Record
+    """Append a metric to TRL's buffer of the trainer's current mode (logged and averaged with TRL's own)."""
+    def record(key: str, value: float) -> None:
+        trainer._metrics["train" if trainer.model.training else "eval"][key].append(value)
+
+    return record
+
+
+class TrainerTap:
+    """Turns what the wrapped methods see into the hooks' events, for one trainer."""
+
+    def __init__(self, hookset: HookSet, task_index: int = 0, reference_column: str | None = None) -> None:
+        self.hookset = hookset
+        self.task_index = task_index
+        self.reference_column = reference_column
+        self.scored: dict[str, Any] = {}
+        self._capture = False
+        self._logps: torch.Tensor | None = None
+        self._entropies: torch.Tensor | None = None
+
+    # ----------------------------------------------------------------- rollouts
+
+    def rewards_scored(self, trainer: Any, inputs, prompts, completions, rewards_per_func: torch.Tensor) -> None:  # noqa: ANN001
+        self.scored = {"inputs": inputs, "prompts": prompts, "completions": completions,
+                       "rewards_per_func": local_rows(trainer, rewards_per_func.detach(), len(prompts))}
+
+    def take_scored(self) -> dict[str, Any]:
+        scored, self.scored = self.scored, {}
+        return scored
+
+    def rollout(self, trainer: Any, scored: dict[str, Any], output: dict[str, Any],
+                reward_errors: dict[str, int] | None = None) -> None:
+        if scored and self.hookset.wants("on_rollout"):
+            self.hookset.rollout(self.rollout_batch(trainer, scored, output, reward_errors or {}),
+                                 trainer.state.global_step)
+
+    def rollout_batch(self, trainer: Any, scored: dict[str, Any], output: dict[str, Any],
+                      errors: dict[str, int]) -> RolloutBatch:
+        inputs = scored["inputs"]
+        skip = {"prompt", "completion", "completion_ids"}
+        columns = {key: [row.get(key) for row in inputs] for key in inputs[0] if key not in skip} if inputs else {}
+        extra = {key: value for key, value in output.items() if key.startswith("hypotrack_")}
+        tokenizer = trainer.processing_class
+        tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor wraps its tokenizer
+        return RolloutBatch(
+            prompt_ids=output["prompt_ids"], prompt_mask=output["prompt_mask"],
+            completion_ids=output["completion_ids"], completion_mask=output["completion_mask"],
+            advantages=output["advantages"], rewards_per_func=scored["rewards_per_func"],
+            reward_weights=trainer.reward_weights.detach().cpu(), reward_func_names=list(trainer.reward_func_names),
+            num_generations=trainer.num_generations, scale_rewards=str(trainer.scale_rewards),
+            aggregation=str(trainer.multi_objective_aggregation), task_index=self.task_index,
+            pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+            prompts_text=[p if isinstance(p, str) else str(p) for p in scored["prompts"]],
+            completions_text=[c if isinstance(c, str) else str(c) for c in scored["completions"]],
+            old_per_token_logps=output.get("old_per_token_logps"),
+            ref_per_token_logps=output.get("ref_per_token_logps"),
+            sampling_per_token_logps=output.get("sampling_per_token_logps"),
+            tool_mask=output.get("tool_mask"), columns=columns, reward_errors=errors,
+            tokenizer=tokenizer,
+            extra_masks={key[len("hypotrack_"):]: value for key, value in extra.items()},
+            reward_funcs=list(trainer.reward_funcs), prompts=list(scored["prompts"]),
+            reference_column=self.reference_column,
+        )
+
+    # ----------------------------------------------------------------- loss
+
+    def begin_loss(self) -> None:
+        self._capture = self.hookset.wants("on_loss")
+
+    def logps_computed(self, result: tuple) -> None:
+        """The first logprobs computed inside `_compute_loss` are the policy's (TRL computes them first)."""
+        if self._capture:
+            self._logps = result[0].detach()
+            self._entropies = result[1].detach() if result[1] is not None else None
+            self._capture = False
+
+    def end_loss(self, trainer: Any, inputs: dict[str, Any], loss: torch.Tensor) -> None:
+        self._capture = False
+        policy, self._logps = self._logps, None
+        entropies, self._entropies = self._entropies, None
+        if policy is None:
+            return
+        mask = inputs["completion_mask"]
+        if "tool_mask" in inputs:
+            mask = mask * inputs["tool_mask"]
+        old = inputs.get("old_per_token_logps")
+        parts = LossParts(
+            per_token_logps=policy, old_per_token_logps=policy if old is None else old.detach(),
+            ref_per_token_logps=inputs.get("ref_per_token_logps"), mask=mask, advantages=inputs["advantages"],
+            beta=float(trainer.beta), loss_type=str(trainer.loss_type), loss=float(loss.detach()),
+            prompt_ids=inputs["prompt_ids"], prompt_mask=inputs["prompt_mask"],
+            completion_ids=inputs["completion_ids"], entropies=entropies, old_recomputed=old is not None,
+        )
+        self.hookset.loss(parts, trainer.state.global_step)
+
+
+def local_rows(trainer: Any, gathered: torch.Tensor, count: int) -> torch.Tensor:
+    """This process's rows of a tensor TRL gathered from every process (TRL's own process slice).
+
+    Under `accelerate launch` each rank's hooks then see one consistent share of the rollout (its
+    completions, their rewards and advantages).
+    """
+    start = trainer.accelerator.process_index * count
+    return gathered[start:start + count]
+
+
+def step_context(trainer: Any) -> StepContext:
+    return StepContext(step=trainer.state.global_step, model=trainer.model, ref_model=getattr(trainer, "ref_model", None),
+                       trainer=trainer)
+
+
+class TapCallback(TrainerCallback):
+    """The events a callback sees, handed to the HookSet; the hooks' torch hooks are removed at train end."""
+
+    def __init__(self, hookset: HookSet, trainer: Any = None) -> None:
+        self.hookset, self.trainer = hookset, trainer
+
+    def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+        self.hookset.train_begin(step_context(self.trainer))
+
+    def on_pre_optimizer_step(self, args, state, control, **kwargs):  # noqa: ANN001
+        if self.hookset.wants("on_before_optimizer_step"):
+            self.hookset.before_optimizer_step(step_context(self.trainer))
+
+    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        if self.hookset.wants("on_step_end"):
+            self.hookset.step_end(step_context(self.trainer))
+
+    def on_train_end(self, args, state, control, **kwargs):  # noqa: ANN001
+        self.hookset.train_end(step_context(self.trainer))
+        self.hookset.close()
+
+
+def instrument(trainer: Any, tap: TrainerTap) -> None:
+    """Wrap the seams of a GRPOTrainer instance (a user's subclass included) so they feed ``tap``.
+
+    The wrappers are set on the instance and call whatever the instance had before (the user's
+    overrides stay in force).
+    """
+    cls_method = {name: getattr(trainer, name) for name in WRAPPED_METHODS}
+
+    def _calculate_rewards(inputs, prompts, completions, completion_ids_list):  # noqa: ANN001
+        rewards = cls_method["_calculate_rewards"](inputs, prompts, completions, completion_ids_list)
+        tap.rewards_scored(trainer, inputs, prompts, completions, rewards)
+        return rewards
+
+    def _generate_and_score_completions(inputs):  # noqa: ANN001
+        output = cls_method["_generate_and_score_completions"](inputs)
+        tap.rollout(trainer, tap.take_scored(), output)
+        return output
+
+    def _get_per_token_logps_and_entropies(*args: Any, **kwargs: Any):
+        result = cls_method["_get_per_token_logps_and_entropies"](*args, **kwargs)
+        tap.logps_computed(result)
+        return result
+
+    def _compute_loss(model, inputs):  # noqa: ANN001
+        tap.begin_loss()
+        loss = cls_method["_compute_loss"](model, inputs)
+        tap.end_loss(trainer, inputs, loss)
+        return loss
+
+    wrappers = {"_calculate_rewards": _calculate_rewards,
+                "_generate_and_score_completions": _generate_and_score_completions,
+                "_get_per_token_logps_and_entropies": _get_per_token_logps_and_entropies,
+                "_compute_loss": _compute_loss}
+    for name, wrapper in wrappers.items():
+        setattr(trainer, name, wrapper)
+
