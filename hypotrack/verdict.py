@@ -279,9 +279,8 @@ def decide(hypothesis: Hypothesis, series: Series, seeds: list[int],
         verdict.confidence = round((len(agreeing) + 1) / (len(seeds) + 2), 3)
         verdict.basis = "signature + effect" if effect_decides else "signature"
     reading = "; ".join(r.short() for r in sig.deciding[:1])
-    if len(sig.deciding) > 1:
-        reading += f" (+{len(sig.deciding) - 1})"
-    return _finish(verdict, reading)
+    more = f" (+{len(sig.deciding) - 1})" if len(sig.deciding) > 1 else ""
+    return _finish(verdict, reading, more)
 
 
 def _effect_agrees(effect: Effect, status: str, seed: int) -> bool:
@@ -309,14 +308,19 @@ STATUS_WORDS = {"validated": "validated", "partial": "partial", "invalidated": "
                 "inconclusive": "inconclusive", "not_applicable": "not applicable"}
 
 
-def _finish(verdict: Verdict, reading: str) -> Verdict:
-    """Write the verdict's one-line headline: status word, the deciding reading, the effect in a few words."""
+def _finish(verdict: Verdict, reading: str, more_criteria: str = "") -> Verdict:
+    """Write the verdict's one-line headline: status word, the deciding reading, the effect in a few words.
+
+    more_criteria ("(+2)": other criteria that decided it too) is added only where it fits.
+    """
     word = STATUS_WORDS[verdict.status]
     if verdict.signature_only:
         word = "validated (signature only)"
-    parts = [part for part in (reading, verdict.effect.short() if verdict.effect and verdict.status not in (
-        "not_applicable",) else "") if part]
-    headline = f"{word}: {'; '.join(parts)}" if parts else word
+    effect = verdict.effect.short() if verdict.effect is not None else ""
+    for shown in (reading + more_criteria, reading):
+        headline = f"{word}: {'; '.join(p for p in (shown, effect) if p)}" if shown or effect else word
+        if len(headline) <= HEADLINE_WIDTH:
+            break
     verdict.headline = headline if len(headline) <= HEADLINE_WIDTH else headline[:HEADLINE_WIDTH - 1] + "…"
     return verdict
 
@@ -339,7 +343,7 @@ def _combine(hypothesis_id: str, sig: Signature, effect: Effect | None) -> tuple
             return "partial", f"partial: the signature is present ({text}), but {said}", True
         more = _more_seeds(hypothesis_id, effect)
         return ("validated", f"validated on the signature alone: {text}; the effect is not yet decided: "
-                f"{effect.direction}, {said}{more}", False)
+                f"{said}{more}", False)
     if reading == "absent":
         if effect.verdict == "helps":
             return ("partial", f"partial: {said}, but this bug's signature is absent ({text}): "

@@ -92,7 +92,7 @@ def test_two_seeds_with_a_clear_signature_validate_on_it_and_say_what_more_seeds
     assert verdict.basis == "signature" and verdict.confidence == 0.75  # (2 + 1) / (2 + 2)
     assert "treatment better on 2/2 seeds" in verdict.summary
     assert "--more-seeds" in verdict.summary and "--more-seeds" not in verdict.headline
-    assert verdict.headline == "validated (signature only): x 1 > 0.5; effect undecided, better 2/2"
+    assert verdict.headline == "validated (signature only): x 1 > 0.5; fix undecided, 2/2 seeds better"
 
 
 def test_confidence_is_the_rule_of_succession_over_agreeing_seeds():
@@ -147,7 +147,8 @@ def test_sequential_levels_spend_alpha_over_the_looks():
         levels = sequential_levels(max_seeds)
         assert sorted(levels) == list(range(2, max_seeds + 1))
         assert sum(levels.values()) == pytest.approx(ALPHA)
-        assert all(level > 0 for level in levels.values())
+        assert all(level >= 0 for level in levels.values())
+        assert list(levels.values()) == sorted(levels.values()) or max_seeds <= 3  # later looks spend more
     assert sequential_levels(2) == {2: pytest.approx(ALPHA)}  # one look: the plain 95% interval
 
 

@@ -5,6 +5,9 @@ none and be decided (not inconclusive) by at least five of h01-h06. Nothing here
 hypotrack.toy.faults: the bugs live in the users' own experiment files, loaders and rewards.
 This reads the signature (control arms, one seed); the two-part verdict with the treatment's
 effect is exercised in tests/test_runner_e2e.py.
+
+The second test is the whole user-side matrix at the seeds a user affords (two), over every GRPO
+hypothesis (tests/tools/user_side_matrix.py); it is CI's own step (`-m user_side`, about 7 minutes).
 """
 
 from __future__ import annotations
@@ -58,3 +61,27 @@ def test_user_side_bugs_validate_their_own_hypothesis_only(tmp_path: Path, toy_c
         if expected is None:
             decided = [h for h in SEED_HYPOTHESES if result.verdicts[(row, h)].status != "inconclusive"]
             assert len(decided) >= 5, (row, matrix)
+
+
+@pytest.mark.user_side
+def test_user_side_matrix_at_two_seeds(tmp_path: Path, toy_cache: Path, monkeypatch) -> None:
+    """Every bug validates its own hypothesis at two seeds, none validates another, healthy runs validate nothing."""
+    from hypotrack.run.selftest import render_markdown
+    from tools.user_side_matrix import GRPO_HYPOTHESES, ROWS as ALL_ROWS, run_matrix
+
+    monkeypatch.setenv("HYPOTRACK_CACHE", str(toy_cache))
+    started = time.time()
+    result = run_matrix(2, None, ALL_ROWS, GRPO_HYPOTHESES, tmp_path)
+    matrix = render_markdown(result)
+    print(matrix, f"{time.time() - started:.0f} s")
+    report = os.environ.get("HYPOTRACK_TEST_REPORTS")
+    if report:
+        Path(report).mkdir(parents=True, exist_ok=True)
+        (Path(report) / "user_side_matrix_2_seeds.md").write_text(matrix)
+    assert result.failed_runs == 0, matrix
+    assert result.false_validations() == [], matrix
+    hits, total = result.diagonal()
+    assert (hits, total) == (11, 11), matrix
+    for row, expected in ALL_ROWS.items():
+        if expected is None:
+            assert not [h for h in GRPO_HYPOTHESES if result.verdicts[(row, h)].status == "validated"], matrix

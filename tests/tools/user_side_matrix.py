@@ -1,0 +1,68 @@
+"""The user-side suite (tests/user_side) as a matrix of verdicts, at the seeds a user affords.
+
+Every row is a user's run (its bug in its own files), every column a GRPO hypothesis; cells are the
+signature verdicts on the control arms (the user's run as declared), decided over `--seeds` seeds.
+
+    python tests/tools/user_side_matrix.py --seeds 2 --out /tmp/user_side
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[1] / "user_side"
+# row -> the hypothesis its bug should validate (None: a healthy run)
+ROWS: dict[str, str | None] = {
+    "healthy_sums": None, "healthy_capitals": None, "bf16_reward_model": "h01", "overweighted_kl": "h03",
+    "cut_evidence": "h04", "cut_span": "h04", "flaky_judge": "h05", "penalty_sign": "h05",
+    "tiebreak_grader": "h01", "noise_style": "h05", "near_greedy": "h15", "hot_learning_rate": "h16",
+    "repetition_penalty": "h14",
+}
+GRPO_HYPOTHESES = ["h01", "h02", "h03", "h04", "h05", "h06", "h11", "h12", "h13", "h14", "h15", "h16", "h17"]
+
+
+def run_matrix(seeds: int, steps: int | None, rows: dict[str, str | None], hypotheses: list[str], out: Path,
+               parallel: int = 2):  # noqa: ANN201 - run.selftest.SelftestResult
+    from hypotrack.registry import open_registry
+    from hypotrack.run.selftest import Row, run_selftest
+    from hypotrack.spec import Project, load_library
+    from hypotrack.tracking import Tracker
+
+    library = load_library(Project(PROJECT))
+    library.raise_if_problems()
+    out.mkdir(parents=True, exist_ok=True)
+    return run_selftest(library, open_registry(f"sqlite:///{out / 'registry.db'}"),
+                        Tracker(f"sqlite:///{out / 'mlflow.db'}"), out / "runs",
+                        [Row(name, experiment=name, expected=expected) for name, expected in rows.items()],
+                        hypotheses, list(range(seeds)), steps, parallel=parallel)
+
+
+def main() -> None:
+    from hypotrack.run.selftest import render_markdown
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=None, help="training steps [each experiment's max_steps]")
+    parser.add_argument("--rows", default=",".join(ROWS))
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    out = args.out or Path(tempfile.mkdtemp(prefix="user-side-"))
+    rows = {name: ROWS[name] for name in args.rows.split(",")}
+    started = time.time()
+    result = run_matrix(args.seeds, args.steps, rows, GRPO_HYPOTHESES, out)
+    matrix = render_markdown(result)
+    (out / "matrix.md").write_text(matrix)
+    (out / "matrix.json").write_text(json.dumps(result.as_json(), indent=1))
+    print(matrix)
+    for (row, hyp), verdict in sorted(result.verdicts.items()):
+        if verdict.status in ("validated", "partial") or ROWS.get(row) == hyp:
+            print(f"{row}/{hyp}: {verdict.headline}")
+    print(f"{time.time() - started:.0f} s; store {out}")
+
+
+if __name__ == "__main__":
+    main()
