@@ -16,6 +16,7 @@ from . import metrics as metric_names
 from .models import Experiment, Hypothesis
 from .project import Project
 from .settings_check import check_setting, config_problem
+from .unread import unread_settings
 from .yamlio import YamlDoc, YamlSyntaxError, dotted, read_yaml
 
 
@@ -73,7 +74,7 @@ def _parse(path: Path, model: type[BaseModel], library: Library) -> BaseModel | 
         library.problems.append(Problem(path, doc.line_of(()), "(document)", "expected a mapping of keys"))
         return None
     try:
-        return model.model_validate(doc.data)
+        parsed = model.model_validate(doc.data)
     except ValidationError as exc:
         for err in exc.errors():
             loc = _data_loc(doc.data, tuple(err["loc"]))
@@ -90,6 +91,9 @@ def _parse(path: Path, model: type[BaseModel], library: Library) -> BaseModel | 
                 message = message[len("Value error, "):]
             library.problems.append(Problem(path, doc.line_of(loc), dotted(loc), message))
         return None
+    for loc, message in unread_settings(parsed):
+        library.problems.append(Problem(path, doc.line_of(loc), dotted(loc), message))
+    return parsed
 
 
 def _data_loc(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...]:

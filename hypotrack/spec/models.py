@@ -14,6 +14,7 @@ from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, Validati
 
 from .run_settings import RUN_SETTINGS, VALUE_BOUNDS, RunSetting, command_line
 from .triage import Triage
+from .unread import GIVEN, read_only_when
 from .vocabulary import ARMS, EFFECT_OUTCOMES, PRIORITIES, REQUIREMENTS, TRAINERS
 
 Priority = Literal[PRIORITIES]  # type: ignore[valid-type]
@@ -49,7 +50,8 @@ class DataSpec(_Strict):
         None, **VALUE_BOUNDS["data.max_prompt_length"].pydantic(), description="Truncate prompts to this many tokens on the data side (GRPOConfig has no such field)."
     )
     truncation_side: Literal["left", "right"] = Field(
-        "left", description="Which end of a too-long prompt is cut (left keeps the question at the end)."
+        "left", description="Which end of a too-long prompt is cut (left keeps the question at the end).",
+        json_schema_extra=read_only_when(max_prompt_length=(GIVEN,)),
     )
     answer_span: list[str] | None = Field(
         None, min_length=2, max_length=2,
@@ -85,15 +87,22 @@ class DataSpec(_Strict):
         return self
 
 
+# The adapter's shape is read only when there are adapters (enabled: false trains the full model).
+_WITH_LORA = read_only_when(enabled=(True,))
+
+
 class LoraSpec(_Strict):
     enabled: bool = Field(True, description="Train LoRA adapters through peft; false means full fine-tuning.")
-    r: int = Field(8, **VALUE_BOUNDS["lora.r"].pydantic(), description="LoRA rank.")
-    lora_alpha: int = Field(16, **VALUE_BOUNDS["lora.lora_alpha"].pydantic(), description="LoRA scaling numerator.")
-    lora_dropout: float = Field(0.0, **VALUE_BOUNDS["lora.lora_dropout"].pydantic(), description="Dropout on the adapter input.")
+    r: int = Field(8, **VALUE_BOUNDS["lora.r"].pydantic(), description="LoRA rank.", json_schema_extra=_WITH_LORA)
+    lora_alpha: int = Field(16, **VALUE_BOUNDS["lora.lora_alpha"].pydantic(), description="LoRA scaling numerator.",
+                            json_schema_extra=_WITH_LORA)
+    lora_dropout: float = Field(0.0, **VALUE_BOUNDS["lora.lora_dropout"].pydantic(),
+                                description="Dropout on the adapter input.", json_schema_extra=_WITH_LORA)
     target_modules: list[str] | str = Field(
-        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"], description="Modules that get adapters."
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"], description="Modules that get adapters.",
+        json_schema_extra=_WITH_LORA,
     )
-    bias: Literal["none", "all", "lora_only"] = "none"
+    bias: Literal["none", "all", "lora_only"] = Field("none", json_schema_extra=_WITH_LORA)
 
 
 class Experiment(_Strict):
@@ -117,8 +126,10 @@ class Experiment(_Strict):
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     max_steps: int = Field(30, **VALUE_BOUNDS["max_steps"].pydantic())
     plant: list[str] = Field(default_factory=list, description="Planted faults (toy lab self-test).")
-    critic: dict[str, Any] | None = Field(None, description="Critic settings when trainer is 'critic'.")
-    parity: dict[str, Any] | None = Field(None, description="Parity settings when trainer is 'parity'.")
+    critic: dict[str, Any] | None = Field(None, description="Critic settings when trainer is 'critic'.",
+                                          json_schema_extra=read_only_when(trainer=("critic",)))
+    parity: dict[str, Any] | None = Field(None, description="Parity settings when trainer is 'parity'.",
+                                          json_schema_extra=read_only_when(trainer=("parity",)))
 
     @field_validator("seeds")
     @classmethod
@@ -229,7 +240,8 @@ class Criterion(_Strict):
         "last / first k steps), last, first, max, min, slope (per step, by least squares, in the metric's "
         "units) or slope_t (that slope over its standard error: unitless, above about 3 the series really "
         "climbs, below about -3 it really falls).")
-    k: int = Field(10, ge=1, description="Window for mean_last / mean_first.")
+    k: int = Field(10, ge=1, description="Window for mean_last / mean_first.",
+                   json_schema_extra=read_only_when(steps=("mean_last", "mean_first")))
     seeds: Literal["all", "majority", "any", "mean"] = Field(
         "majority", description="all/majority/any: the comparison per seed; mean: compare the mean over seeds."
     )
@@ -292,10 +304,12 @@ class EffectSpec(_Strict):
     outcome: Literal[EFFECT_OUTCOMES] = Field(  # type: ignore[valid-type]
         "task_reward", description="task_reward: the task reward over the last steps of training; eval_greedy / "
         "eval_sampled: the held-out evaluation after training; none: the criteria are the whole test.")
-    last_steps: int = Field(10, ge=1, description="Steps at the end of training the task reward is averaged over.")
+    last_steps: int = Field(10, ge=1, description="Steps at the end of training the task reward is averaged over.",
+                            json_schema_extra=read_only_when(outcome=("task_reward",)))
     meaningful: float = Field(
         0.1, gt=0, description="The smallest improvement worth having, in units of the task reward's spread (its "
-        "per-completion std in the control arm): an interval below it means the treatment does not help.")
+        "per-completion std in the control arm): an interval below it means the treatment does not help.",
+        json_schema_extra=read_only_when(outcome=tuple(o for o in EFFECT_OUTCOMES if o != "none")))
 
 
 class Hypothesis(_Strict):

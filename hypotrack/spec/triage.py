@@ -38,6 +38,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from .metrics import TRL_METRICS
+from .unread import read_only_when
 
 # What triage derives from TRL's keys, by role (hypotrack/triage/derived.py computes each). "Run" metrics
 # are one number for the whole run (any step aggregation returns it).
@@ -93,7 +94,8 @@ class Condition(_Strict):
         "first k logged steps), last, first, max, min, slope (per step, by least squares), slope_t (the slope over "
         "its standard error), or growth (the mean of the last k logged steps over the mean of the first k; k "
         "shrinks to half the steps on a short run).")
-    k: int = Field(10, ge=1, description="Window for mean_last / mean_first, in logged steps.")
+    k: int = Field(10, ge=1, description="Window for mean_last / mean_first / growth, in logged steps.",
+                   json_schema_extra=read_only_when(steps=("mean_last", "mean_first", "growth")))
     abs: bool = Field(False, description="Compare the absolute value.")
     op: Literal[OPERATORS] = Field(description="How the number compares with the threshold.")  # type: ignore[valid-type]
     threshold: float
