@@ -7,79 +7,16 @@ columns with its character offsets in the prompt, or `data.answer_text_column`:
 text that must survive) every row gets `answer_survived`, which the truncation
 hook (h04) reports.
 
-The last `data.eval_size` rows are held out: never trained on, they are what the
-evaluation before and after training (evaluation.py) scores.
+Loading the rows and holding out the last `data.eval_size` of them (the evaluation before and
+after training scores those) is hypotrack/data_source.py's, shared with the runner's preflight.
 """
 
 from __future__ import annotations
 
-import inspect
-from pathlib import Path
 from typing import Any
 
+from hypotrack.data_source import load_rows, split_heldout  # noqa: F401 - the worker's data entry points
 from hypotrack.errors import HypotrackError
-from hypotrack.imports import import_object
-
-
-def load_rows(data: dict[str, Any], seed: int, search_dir: str | Path | None):
-    """The raw datasets.Dataset named by an experiment's data section (training rows, then held-out rows)."""
-    dataset, source = _load(data, seed, search_dir)
-    if len(dataset) == 0:
-        raise HypotrackError(f"{source} gave no rows: a run needs prompts to train on")
-    return dataset
-
-
-def _load(data: dict[str, Any], seed: int, search_dir: str | Path | None):
-    """(the dataset, how to name where it came from in an error)."""
-    import datasets
-
-    size = int(data.get("size") or 256) + int(data.get("eval_size") or 0)
-    if data.get("task"):
-        from hypotrack.toy.lab import TASKS, load_dataset
-
-        if data["task"] not in TASKS:
-            raise HypotrackError(f"data.task {data['task']!r} is not a toy-lab task (known: {', '.join(TASKS)})")
-        return load_dataset(data["task"], size, seed), f"toy task {data['task']!r}"
-    if data.get("loader"):
-        loader = import_object(data["loader"], search_dir, "dataset loader")
-        params = inspect.signature(loader).parameters
-        kwargs = {k: v for k, v in (("n", size), ("seed", seed)) if k in params}
-        try:
-            dataset = loader(**kwargs)
-        except Exception as exc:  # noqa: BLE001 - user code
-            raise HypotrackError(f"dataset loader {data['loader']!r} raised {type(exc).__name__}: {exc}") from None
-        if not isinstance(dataset, datasets.Dataset):
-            raise HypotrackError(f"dataset loader {data['loader']!r} returned {type(dataset).__name__}, "
-                                 "not a datasets.Dataset")
-        return dataset, f"dataset loader {data['loader']!r}"
-    spec = data["dataset"]
-    name, config, split = ([*spec.split(","), "", ""])[:3]
-    local = Path(name).expanduser()
-    try:
-        if local.is_dir() and any((local / name).exists() for name in ("dataset_info.json", "state.json", "dataset_dict.json")):
-            dataset = datasets.load_from_disk(str(local))
-            if isinstance(dataset, datasets.DatasetDict):
-                dataset = dataset[split or "train"]
-        else:
-            dataset = datasets.load_dataset(name, config or None, split=split or "train")
-    except Exception as exc:  # noqa: BLE001 - the hub, files and builders fail in many ways
-        raise HypotrackError(f"dataset {spec!r} could not be loaded: {type(exc).__name__}: "
-                             f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
-    return dataset, f"dataset {spec!r}"
-
-
-def split_heldout(dataset, data: dict[str, Any]):
-    """(training rows, held-out rows or None): the last eval_size rows are held out, the first `size` train.
-
-    A dataset too small to spare them (fewer than twice eval_size rows) gives up a quarter of its rows
-    instead, and one under 8 rows keeps them all for training (no held-out evaluation)."""
-    size, eval_size = int(data.get("size") or len(dataset)), int(data.get("eval_size") or 0)
-    if eval_size and len(dataset) < 2 * eval_size:
-        eval_size = len(dataset) // 4 if len(dataset) >= 8 else 0
-    if not eval_size:
-        return dataset.select(range(min(size, len(dataset)))), None
-    heldout = dataset.select(range(len(dataset) - eval_size, len(dataset)))
-    return dataset.select(range(min(size, len(dataset) - eval_size))), heldout
 
 
 def prepare_prompts(dataset, tokenizer, data: dict[str, Any]):
