@@ -24,6 +24,7 @@ import mlflow
 from mlflow import MlflowClient
 from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunTag
 
+from hypotrack.endpoints import check_tracking_server
 from hypotrack.errors import HypotrackError, first_line
 from hypotrack.mlflow_names import Tags, command_line
 
@@ -45,6 +46,7 @@ class Tracker:
         if tracking_uri:
             mlflow.set_tracking_uri(tracking_uri)
         self.uri = mlflow.get_tracking_uri()
+        check_tracking_server(self.uri)  # a server that does not answer is refused in seconds, not retried for minutes
         from mlflow.exceptions import MlflowException
 
         with store_lock(self.uri):

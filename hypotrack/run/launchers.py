@@ -101,7 +101,8 @@ class AccelerateLauncher(Launcher):
 
 
 def check(options: LaunchOptions) -> None:
-    """Refuse settings that cannot work, before the test is recorded; starts nothing."""
+    """Refuse settings that cannot work, before the test is recorded; starts nothing (a Ray cluster's address
+    is probed with one TCP connection)."""
     if options.launcher not in LAUNCHERS:
         raise HypotrackError(f"--launcher {options.launcher!r}: unknown launcher (known: {', '.join(LAUNCHERS)})")
     if options.processes is not None and options.launcher != "accelerate":
@@ -115,6 +116,10 @@ def check(options: LaunchOptions) -> None:
                              "(pip install accelerate, then run `accelerate config` on the GPU machine)")
     if options.launcher == "ray" and importlib.util.find_spec("ray") is None:
         raise HypotrackError('--launcher ray: Ray is not installed in this Python (pip install "hypotrack[ray]")')
+    if options.launcher == "ray" and options.ray_address:
+        from hypotrack.run.ray_launch import probe_cluster
+
+        probe_cluster(options.ray_address)  # a cluster that does not answer is refused before the test is recorded
 
 
 def open_launcher(options: LaunchOptions | str) -> Launcher:

@@ -1,17 +1,49 @@
-"""Fail before training on a missing model, dataset or import path, so nothing is recorded for a bad setup."""
+"""Fail before training on a missing model, dataset or import path, or data without the columns and rows the
+experiment names (run/data_check.py), so nothing is recorded for a bad setup."""
 
 from __future__ import annotations
 
 import os
+import signal
+import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from hypotrack.errors import HypotrackError, first_line
 from hypotrack.imports import import_object
 from hypotrack.protocol import ArmSpec
+from hypotrack.run.data_check import check_data
 from hypotrack.toy.lab import toy_task
 
 
 def preflight(specs: list[ArmSpec]) -> None:
+    with interruptible():
+        _check_sources(specs)
+        check_data(specs)  # reads the rows: after the imports and paths it needs are known to be there
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGTERM ends the command as Ctrl-C does (exit 130) while it checks its inputs: a slow dataset loader, a
+    probe of a server. Nothing is recorded yet, so there is nothing to reconcile. Where another handler is in
+    charge already (a test being recorded), it stays in charge."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _check_sources(specs: list[ArmSpec]) -> None:
     checked: set[str] = set()
     for spec in specs:
         for path in spec.rewards:

@@ -24,17 +24,23 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import urlsplit
 
+from hypotrack.endpoints import unanswered
 from hypotrack.errors import HypotrackError
 from hypotrack.protocol import EVENTS_ENV
 from hypotrack.run.launchers import Launcher, LaunchOptions, set_parent_death_signal, worker_env
+from hypotrack.run.preflight import interruptible
+from hypotrack.run.signals import check_stop
 
 # Environment the runner hands to every task, so a remote worker sees what a local one would.
 PASSED_ENV_PREFIXES = ("HYPOTRACK_", "HF_", "TRANSFORMERS_", "TRL_", "PYTHONHASHSEED", "CUBLAS_WORKSPACE_CONFIG")
 POLL_SECONDS = 0.3
+CONNECT_SECONDS = 60  # a cluster that accepts TCP but never completes Ray's handshake
 STOP_GRACE_SECONDS = 15
 MAX_FILE_BYTES = 64 * 2**20  # larger files (checkpoints) stay on the node; the log says which
 # A local Ray instance: a small object store, no dashboard, task output kept out of the runner's display.
@@ -54,7 +60,7 @@ class RayLauncher(Launcher):
             handler = signal.getsignal(signal.SIGTERM)
             try:
                 if options.ray_address:
-                    ray.init(address=options.ray_address, log_to_driver=False, logging_level="ERROR")
+                    _connect(ray, options.ray_address)
                 else:  # "local": a new instance of our own, even where a `ray start` cluster runs here
                     ray.init(address="local", log_to_driver=False, logging_level="ERROR", **LOCAL_INIT)
             except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -80,6 +86,66 @@ class RayLauncher(Launcher):
     def close(self) -> None:
         if self.started_here and self.ray.is_initialized():
             self.ray.shutdown()  # a local instance ends; a cluster is only disconnected from
+
+
+def probe_cluster(address: str) -> None:
+    """Refuse a cluster address nothing answers at, in at most endpoints.PROBE_SECONDS; starts and records nothing."""
+    with interruptible():
+        host, port = _endpoint(address)
+        reason = unanswered(host, port)
+    if reason:
+        raise HypotrackError(
+            f"--ray-address {address} (or RAY_ADDRESS): no Ray cluster answers at {host}:{port} ({reason}). Start "
+            f"one with `ray start --head --port {port}` on the head node and `ray start --address HEAD:{port}` on the "
+            "others, or leave out --ray-address and RAY_ADDRESS to run the arms on a new local Ray instance; nothing "
+            "was recorded")
+
+
+def _endpoint(address: str) -> tuple[str, int]:
+    """(host, port) a Ray address connects to: HEAD[:6379], ray://HEAD[:10001], or auto (the cluster `ray start` left)."""
+    if address == "auto":
+        from ray._private.services import canonicalize_bootstrap_address_or_die  # Ray's own lookup of "auto"
+
+        try:
+            address = canonicalize_bootstrap_address_or_die("auto")
+        except ConnectionError as exc:
+            raise HypotrackError(f"--ray-address auto: {exc} Start one with `ray start --head`, or leave out "
+                                 "--ray-address and RAY_ADDRESS to run on a new local Ray instance") from None
+    client = address.startswith("ray://")
+    parts = urlsplit(address if "://" in address else f"ray://{address}")
+    try:
+        port = parts.port or (10001 if client else 6379)
+    except ValueError:
+        port = None
+    if not parts.hostname or port is None:
+        raise HypotrackError(f"--ray-address {address!r}: give HEAD:PORT (e.g. 10.0.0.5:6379), ray://HEAD:10001 "
+                             "or auto")
+    return parts.hostname, port
+
+
+def _connect(ray, address: str) -> None:  # noqa: ANN001
+    """ray.init on a cluster, in a thread: its GCS client retries in native code that holds off Ctrl-C and
+    SIGTERM for minutes, so the runner waits here, where a signal stops the test at once."""
+    failure: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+        except BaseException as exc:  # noqa: BLE001 - handed to the runner's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=connect, name="ray-connect", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + CONNECT_SECONDS
+    while thread.is_alive():
+        check_stop()
+        if time.monotonic() > deadline:
+            raise HypotrackError(f"--ray-address {address}: a server answers, but no Ray cluster accepted the "
+                                 f"connection within {CONNECT_SECONDS} s; check that it runs Ray {ray.__version__} "
+                                 "(`ray status` on the head node)")
+        thread.join(POLL_SECONDS)
+    if failure:
+        raise failure[0]
 
 
 class RayWorker:
