@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from hypotrack.cut_short import cut_short, yaml_unfinished_line
 from hypotrack.text import has_control, printable
 
 try:  # the C parser is several times faster; fall back when libyaml is absent
@@ -101,6 +102,10 @@ def read_yaml(path: Path, text: str | None = None) -> YamlDoc:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
+        unfinished = yaml_unfinished_line(text, exc.problem_mark.index if exc.problem_mark else None,
+                                          exc.context_mark.line + 1 if exc.context_mark else None)
+        if unfinished:
+            raise YamlSyntaxError(path, unfinished, f"invalid YAML: {cut_short(unfinished)}") from None
         raise YamlSyntaxError(path, line, f"invalid YAML: {exc.problem or exc}") from None
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(path, 1, f"invalid YAML: {exc}") from None

@@ -14,11 +14,14 @@ Every problem is a HypotrackError that names the source and what is wrong with i
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
+from hypotrack.cut_short import csv_unfinished_line, cut_short, json_unfinished_line
 from hypotrack.errors import HypotrackError
 
 from .runlog import RunLog
@@ -60,10 +63,15 @@ def _state_file(folder: Path) -> Path:
 
 def read_trainer_state(path: Path) -> RunLog:
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        state = json.loads(text)
     except OSError as exc:
         raise HypotrackError(f"{path}: cannot read ({exc.strerror})") from None
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
+        line = json_unfinished_line(text, exc.pos)
+        raise HypotrackError(f"{path}: not valid JSON: {cut_short(line)}" if line else
+                             f"{path}: not valid JSON ({exc})") from None
+    except ValueError as exc:  # not UTF-8
         raise HypotrackError(f"{path}: not valid JSON ({exc})") from None
     history = state.get("log_history") if isinstance(state, dict) else None
     if not isinstance(history, list):
@@ -85,14 +93,22 @@ def read_trainer_state(path: Path) -> RunLog:
 
 def read_csv(path: Path) -> RunLog:
     try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            rows = list(csv.reader(handle))
+        text = path.read_text(encoding="utf-8-sig")
+        reader = csv.reader(io.StringIO(text, newline=""))
+        rows, last_row_line = [], 1
+        for row in iter_rows(reader):
+            rows.append(row[1])
+            last_row_line = row[0]
     except OSError as exc:
         raise HypotrackError(f"{path}: cannot read ({exc.strerror})") from None
     except (csv.Error, UnicodeDecodeError) as exc:
         raise HypotrackError(f"{path}: not a readable CSV file ({exc})") from None
     if not rows:
         raise HypotrackError(f"{path}: the file is empty")
+    unfinished = csv_unfinished_line(text, rows, last_row_line)
+    if unfinished:
+        raise HypotrackError(f"{path}: {cut_short(unfinished)} (its last row is incomplete: remove it to read the "
+                             "rows before it)")
     header = [_column_name(column) for column in rows[0]]
     lowered = [column.lower() for column in header]
     step_at = next((lowered.index(name) for name in STEP_COLUMNS if name in lowered), None)
@@ -116,6 +132,17 @@ def read_csv(path: Path) -> RunLog:
             if index != step_at and index < len(header) and header[index]:
                 log.add(header[index], int(step), _number(cell))
     return _non_empty(log.sort())
+
+
+def iter_rows(reader) -> Iterator[tuple[int, list[str]]]:  # noqa: ANN001 - a csv reader
+    """(the line the row starts on, the row) for each row of ``reader``."""
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        yield start, row
 
 
 def _column_name(column: str) -> str:
