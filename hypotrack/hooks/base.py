@@ -133,6 +133,9 @@ class DiagnosticHook:
     description: ClassVar[str] = ""
     metrics: ClassVar[tuple[str, ...]] = ()
     Settings: ClassVar[type] = NoSettings
+    # A hook with nothing more to say (a check of the first steps, done) sets this False: the HookSet
+    # stops calling it and stops building the events only it wanted.
+    active: bool = True
 
     def __init__(self, **settings: Any) -> None:
         accepted = {f.name for f in dataclasses.fields(self.Settings)}

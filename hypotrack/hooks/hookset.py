@@ -31,10 +31,12 @@ class HookSet:
 
     def wants(self, event: str) -> bool:
         """Whether any hook handles ``event`` (the trainer skips building its argument otherwise)."""
-        return bool(self._handlers[event])
+        return any(hook.active for hook in self._handlers[event])
 
     def _dispatch(self, event: str, *args: Any) -> None:
         for hook in self._handlers[event]:
+            if not hook.active:
+                continue
             for key, value in (getattr(hook, event)(*args) or {}).items():
                 self.record(f"diag/{hook.name}/{key}", float(value))
 

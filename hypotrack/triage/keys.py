@@ -1,5 +1,7 @@
 """TRL's metric keys, whichever TRL version or tracker export wrote them, under one set of names.
 
+A run hypotrack's hooks watched also logs their ``diag/<hook>/<metric>`` keys; they are read as logged.
+
 Triage signatures name TRL 1.16's keys (spec/metrics.py TRL_METRICS) and the reward functions by role
 (hypotrack/triage/roles.py). Older TRL releases and trackers' exports spell some of them differently;
 this module renames them, and sets aside what is not a training metric (evaluation, the end-of-run
@@ -26,6 +28,7 @@ EVAL_PREFIXES = ("eval/", "eval_", "test/", "test_")
 SUMMARY_KEYS = frozenset({"train_loss", "train_runtime", "train_samples_per_second", "train_steps_per_second",
                           "total_flos", "epoch", "step", "global_step"})
 KNOWN = frozenset(TRL_METRICS)
+DIAGNOSTICS_PREFIX = "diag/"
 
 
 def canonical_name(raw: str) -> str | None:
@@ -36,6 +39,8 @@ def canonical_name(raw: str) -> str | None:
     if name.startswith(EVAL_PREFIXES) or name in SUMMARY_KEYS:
         return None
     name = RENAMED.get(name, name)
+    if name.startswith(DIAGNOSTICS_PREFIX):  # hypotrack's hooks, in a run they watched (hypotrack.watch)
+        return name
     if name.startswith("rewards/"):
         parts = name.split("/")
         if len(parts) == 2 and parts[1]:  # older TRL: rewards/<func> was the mean

@@ -1,0 +1,202 @@
+"""Live invariant gates: identities a healthy GRPO run holds in its first steps, each pointing at a hypothesis.
+
+Checked during the first ``steps`` optimizer steps (and the rollout after the last of them), then the
+gates detach, so they cost nothing for the rest of the run:
+
+- ``ratio`` (h08): where TRL recomputes the old policy's logprobs (num_iterations > 1, or more
+  generation steps than accumulation steps), a batch's first pass, before any optimizer step on it,
+  scores with the same weights: policy/old ratio exactly 1 (max |logp - old logp| within ``logp_tol``).
+  Otherwise the two passes compute logprobs differently (dropout left on, another model mode, batch-
+  dependent numerics).
+- ``ref_kl`` (h03): with a KL term, the reference is the initial policy, so before the first optimizer
+  step the reference's logprobs equal the policy's (the KL is 0). A reference loaded from another
+  checkpoint, or with other weights, breaks it.
+- ``grad`` (h06 with LoRA, h02 without): whenever some group's rewards differ, the advantages are not all
+  zero and the gradient norm is above 0. A zero gradient means the loss never reaches the trained
+  weights (adapters that do not require grad; a loss mask that removes every completion token).
+- ``parity`` (h14): the generator's logprobs of the tokens it sampled (after temperature, top-k/p, ...)
+  match the scoring logprobs the loss uses (mean gap within ``parity_gap`` nats).
+- ``lora`` (h06): with LoRA, the rollout after an optimizer step comes from the trained adapters (the
+  generator ran with them on, and with the trainer's adapter weights).
+
+A failed gate is a `GateFailure` with the numbers; `hypotrack.watch` warns once per gate and can stop
+training on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hypotrack.hooks.base import DiagnosticHook, LossParts, RolloutBatch, StepContext
+
+
+@dataclass(frozen=True)
+class GateFailure:
+    gate: str
+    hypothesis: str
+    step: int  # the training step (1-based, as TRL logs it) during which the gate failed
+    message: str
+
+    def __str__(self) -> str:
+        return f"gate {self.gate} failed at step {self.step} (points to {self.hypothesis}): {self.message}"
+
+
+GATE_NAMES = ("ratio", "ref_kl", "grad", "parity", "lora")
+
+
+class GatesHook(DiagnosticHook):
+    name = "gates"
+    description = ("live invariant gates in the first steps: first-pass ratio 1 (h08), KL 0 to an initial-policy "
+                   "reference (h03), gradient with reward variance (h06/h02), sampling/scoring parity (h14), LoRA "
+                   "adapters in the generator (h06)")
+    metrics = (
+        "ratio_logp_max_diff", "ref_logp_max_diff", "ref_kl_mean", "grad_norm", "group_variance",
+        "sampling_gap_mean", "lora_gen_adapter_active_share", "lora_gen_checksum_rel_diff", "failed",
+    )
+
+    @dataclass(frozen=True)
+    class Settings:
+        steps: int = 2
+        """Optimizer steps during which the gates check (the rollout after the last one included)."""
+        logp_tol: float = 1e-3
+        """Largest per-token logprob difference still counted as equal (ratio and reference gates)."""
+        parity_gap: float = 0.01
+        """Largest mean gap (nats per token) between sampling and scoring logprobs."""
+        adapter_checksum_tol: float = 1e-3
+        """Largest relative difference between the generator's and the trainer's adapter weights."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.failures: list[GateFailure] = []
+        self._optimizer_steps = 0
+        self._fresh = False  # a rollout arrived and no optimizer step has used it yet
+        self._variance = False
+        self._peft = False
+        self._inner: list[DiagnosticHook] = []
+        self.active = True
+
+    # ----------------------------------------------------------------- bookkeeping
+
+    def _fail(self, gate: str, hypothesis: str, step: int, message: str) -> None:
+        if not any(f.gate == gate for f in self.failures):
+            self.failures.append(GateFailure(gate, hypothesis, step, message))
+
+    def _detach(self) -> None:
+        for hook in self._inner:
+            hook.close()
+        self._inner, self.active = [], False
+
+    def close(self) -> None:
+        self._detach()
+
+    # ----------------------------------------------------------------- events
+
+    def on_train_begin(self, ctx: StepContext) -> dict[str, float]:
+        from hypotrack.hooks._util import is_peft
+        from hypotrack.hooks.lora_sync import LoraSyncHook
+        from hypotrack.hooks.sampling_parity import SamplingParityHook
+
+        self._peft = is_peft(ctx.model)
+        # the two generator-side gates read what these hooks tap from generate; they run every rollout here
+        self._parity = SamplingParityHook(every=1)
+        self._lora = LoraSyncHook(every=1, sample_rows=4) if self._peft else None
+        self._inner = [h for h in (self._parity, self._lora) if h is not None]
+        for hook in self._inner:
+            hook.on_train_begin(ctx)
+        return {}
+
+    def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
+        if not self.active:
+            return {}
+        out: dict[str, float] = {}
+        self._fresh = True
+        self._variance = _some_group_varies(batch)
+        out["group_variance"] = float(self._variance)
+        parity = self._parity.on_rollout(batch, step)
+        if "transform_gap_mean" in parity:
+            gap = parity["transform_gap_mean"]
+            out["sampling_gap_mean"] = gap
+            if gap > self.config.parity_gap:
+                self._fail("parity", "h14", step + 1,
+                           f"the generator's logprobs of its sampled tokens differ from the scoring logprobs by "
+                           f"{gap:.4g} nats per token on average (max {parity['transform_gap_max']:.4g}); sampling "
+                           f"temperature {parity['sampling_temperature']:g}, scoring temperature "
+                           f"{parity['scoring_temperature']:g}")
+        if self._lora is not None:
+            lora = self._lora.on_rollout(batch, step)
+            active, drift = lora.get("gen_adapter_active_share"), lora.get("gen_checksum_rel_diff")
+            if active is not None:
+                out["lora_gen_adapter_active_share"] = active
+            if drift is not None:
+                out["lora_gen_checksum_rel_diff"] = drift
+            if self._optimizer_steps >= 1 and active is not None and drift is not None and (
+                    active < 0.99 or drift > self.config.adapter_checksum_tol):
+                self._fail("lora", "h06", step + 1,
+                           f"after {self._optimizer_steps} optimizer step(s) the generator ran with "
+                           f"{active:.0%} of the LoRA adapters active and adapter weights {drift:.3g} (relative) "
+                           "away from the trainer's: the trained adapters do not reach generation")
+        if self._optimizer_steps >= self.config.steps:
+            self._detach()  # the rollout after the last gated optimizer step was the lora gate's last look
+        return out
+
+    def on_loss(self, parts: LossParts, step: int) -> dict[str, float]:
+        if not self.active:
+            return {}
+        from hypotrack.hooks._util import masked_max, masked_mean
+
+        out: dict[str, float] = {}
+        policy = parts.per_token_logps.detach().float()
+        if parts.old_recomputed and self._fresh:
+            diff = masked_max((policy - parts.old_per_token_logps.float()).abs(), parts.mask)
+            out["ratio_logp_max_diff"] = diff
+            if diff > self.config.logp_tol:
+                self._fail("ratio", "h08", step + 1,
+                           f"on the first pass over a fresh batch the policy/old-policy ratio should be exactly 1, "
+                           f"but the logprobs differ by up to {diff:.4g} (tolerance {self.config.logp_tol:g}): the "
+                           "old logprobs were computed differently (dropout on, another mode or model)")
+        if parts.ref_per_token_logps is not None and self._optimizer_steps == 0:
+            delta = parts.ref_per_token_logps.float() - policy
+            diff = masked_max(delta.abs(), parts.mask)
+            kl = masked_mean(delta.exp() - delta - 1, parts.mask)
+            out.update(ref_logp_max_diff=diff, ref_kl_mean=kl)
+            if diff > self.config.logp_tol:
+                self._fail("ref_kl", "h03", step + 1,
+                           f"before any optimizer step the reference's logprobs differ from the policy's by up to "
+                           f"{diff:.4g} (k3 KL {kl:.4g} per token, tolerance {self.config.logp_tol:g}): the "
+                           "reference is not the initial policy")
+        return out
+
+    def on_before_optimizer_step(self, ctx: StepContext) -> dict[str, float]:
+        if not self.active:
+            return {}
+        import torch
+
+        from hypotrack.hooks._util import unwrap
+
+        grads = [p.grad.detach() for p in unwrap(ctx.model).parameters() if p.requires_grad and p.grad is not None]
+        norm = float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))) if grads else 0.0
+        if self._variance and not norm > 0.0:
+            hypothesis = "h06" if self._peft else "h02"
+            where = ("no trainable adapter received a gradient (adapters that do not require grad or are not "
+                     "trained)" if self._peft else "the loss does not reach the weights (every loss token masked?)")
+            self._fail("grad", hypothesis, ctx.step + 1,
+                       f"some groups' rewards differ but the gradient norm is {norm:g}: {where}")
+        self._fresh = False
+        self._optimizer_steps += 1
+        return {"grad_norm": norm}
+
+    def on_step_end(self, ctx: StepContext) -> dict[str, float]:
+        return {"failed": float(len(self.failures))} if self.active else {}
+
+
+def _some_group_varies(batch: RolloutBatch) -> bool:
+    """Whether any group of num_generations completions got rewards that differ (weighted sum, NaN as 0)."""
+    import torch
+
+    rewards = (torch.nan_to_num(batch.rewards_per_func.float()) * batch.reward_weights.to(
+        batch.rewards_per_func.device).float()).sum(dim=1)
+    size = batch.num_generations
+    if rewards.numel() < size or rewards.numel() % size:
+        return bool(rewards.numel() > 1 and rewards.std() > 1e-8)
+    return bool((rewards.view(-1, size).std(dim=1) > 1e-8).any())

@@ -1,0 +1,56 @@
+"""Which hooks a watched run gets: the gates, the hooks the named hypotheses declare, and any named hook."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from hypotrack.errors import HypotrackError
+
+GATES = "gates"
+ALL = "all"
+
+
+def hook_plan(hypotheses: Iterable[str] | str | None, hooks: Iterable[Any] | str | None, gates: bool,
+              library: Any = None) -> tuple[list[str], dict[str, dict[str, Any]]]:  # noqa: ANN401 - a spec.Library
+    """(hook names in order, settings per hook): the gates first, then the hypotheses' hooks, then ``hooks``.
+
+    ``hypotheses`` and ``hooks`` take a list of ids / names, or "all"."""
+    from hypotrack.hooks import ALL_HOOKS
+
+    names: list[str] = [GATES] if gates else []
+    settings: dict[str, dict[str, Any]] = {}
+    wanted = _as_list(hypotheses)
+    if wanted:
+        library = library or load_library()
+        known = library.hypotheses
+        ids = sorted(known) if wanted == [ALL] else wanted
+        unknown = [h for h in ids if h not in known]
+        if unknown:
+            raise HypotrackError(f"watch(hypotheses=...): unknown hypothesis {', '.join(unknown)} "
+                                 f"(known: {', '.join(sorted(known))})")
+        for hypothesis_id in ids:
+            hypothesis = known[hypothesis_id]
+            names += list(hypothesis.hooks)
+            for hook, values in hypothesis.hook_settings.items():
+                settings.setdefault(hook, {}).update(values)
+    extra = _as_list(hooks)
+    names += list(ALL_HOOKS) if extra == [ALL] else extra
+    unknown = [name for name in names if name not in ALL_HOOKS]
+    if unknown:
+        raise HypotrackError(f"watch(hooks=...): unknown hook {', '.join(unknown)} (known: {', '.join(ALL_HOOKS)})")
+    return list(dict.fromkeys(names)), settings
+
+
+def load_library():  # noqa: ANN201 - a spec.Library
+    """The hypotheses the CLI would see from here (the shipped library plus the project's own)."""
+    from hypotrack.spec import Project, load_library as load
+
+    library = load(Project.locate())
+    library.raise_if_problems()
+    return library
+
+
+def _as_list(value: Iterable[str] | str | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)

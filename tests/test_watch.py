@@ -1,0 +1,127 @@
+"""`hypotrack.watch(trainer)` in a user's own script (tests/watch_user_script.py): real TRL runs on the toy model.
+
+The script has its own GRPOTrainer subclass, data loader and reward names, and reports to MLflow
+through TRL's own MLflow callback; each test runs it as the user would, in its own process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).parent / "watch_user_script.py"
+MARKER = "@@watched-run@@"
+
+
+def test_import_hypotrack_stays_light_and_watch_loads_on_use() -> None:
+    code = ("import sys, hypotrack; assert 'torch' not in sys.modules, 'import hypotrack imported torch'; "
+            "w = hypotrack.watch; assert callable(w) and 'torch' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def _env(tmp_path: Path, toy_cache: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HYPOTRACK_", "MLFLOW_"))}
+    env.update(HYPOTRACK_CACHE=str(toy_cache), HYPOTRACK_DB=str(tmp_path / "registry.db"),
+               MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}", OMP_NUM_THREADS="1",
+               PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+def run_script(tmp_path: Path, toy_cache: Path, *args: str, expect_rc: int = 0,
+               launcher: list[str] | None = None) -> tuple[list[dict], str]:
+    """Every process's result line and the whole stderr."""
+    command = [*(launcher or [sys.executable]), str(SCRIPT), str(tmp_path / "out"), *args]
+    done = subprocess.run(command, capture_output=True, text=True, env=_env(tmp_path, toy_cache), cwd=tmp_path,
+                          timeout=600)
+    assert done.returncode == expect_rc, done.stderr[-4000:]
+    results = [json.loads(line[len(MARKER):]) for line in done.stdout.splitlines() if line.startswith(MARKER)]
+    assert results, done.stdout[-2000:]
+    return results, done.stderr
+
+
+def latest_triage(tmp_path: Path):  # noqa: ANN201
+    from hypotrack.registry import open_registry
+    from hypotrack.registry.queries import latest_triage as latest
+
+    return latest(open_registry(f"sqlite:///{tmp_path / 'registry.db'}"), with_report=True)
+
+
+def mlflow_runs(tmp_path: Path) -> list:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    return [run for exp in client.search_experiments() for run in client.search_runs([exp.experiment_id])]
+
+
+@pytest.mark.slow
+def test_a_watched_user_script_logs_diag_metrics_to_mlflow_and_records_its_triage(tmp_path: Path,
+                                                                                  toy_cache: Path) -> None:
+    [result], _ = run_script(tmp_path, toy_cache, "--hooks", "all", "--steps", "3")
+    assert result["outcome"] == "finished" and result["failures"] == []
+    assert result["rollouts"] == 3  # the user's own override of a wrapped seam still runs
+    [run] = mlflow_runs(tmp_path)
+    assert run.info.run_id == result["mlflow_run_id"]
+    logged = set(run.data.metrics)
+    # every hook's metrics arrived through TRL's MLflow callback, next to TRL's own keys
+    for key in ("diag/gates/group_variance", "diag/advantages/abs_max", "diag/kl/k3_mean", "diag/lora_sync/lora_enabled",
+                "diag/weights/grad_norm_total", "diag/reward_signal/exact_answer/mean", "reward", "entropy"):
+        assert key in logged, (key, sorted(logged))
+    triage = latest_triage(tmp_path)
+    assert triage.source == str(tmp_path / "out" / "trainer_state.json") and triage.id == result["triage_id"]
+    watched = triage.report["watch"]
+    assert watched["outcome"] == "finished" and watched["report_to"] == ["mlflow"]
+    assert "MyGRPOTrainer" in watched["trainer"] and "gates" in watched["hooks"]
+    # triage read the hooks' diag/* keys (not set aside as unknown), so h06 is weighed on its own adapter evidence
+    assert not [key for key in triage.report["ignored_keys"] if key.startswith("diag/")]
+    assert [entry["hypothesis"] for entry in triage.ranking]
+
+
+@pytest.mark.slow
+def test_a_wrong_reference_is_stopped_at_step_1_and_the_run_is_recorded_as_stopped(tmp_path: Path,
+                                                                                    toy_cache: Path) -> None:
+    [result], stderr = run_script(tmp_path, toy_cache, "--fault", "wrong_reference", "--stop-on", "gates",
+                                  "--steps", "6")
+    assert result["global_step"] == 1 and result["outcome"] == "stopped"
+    assert result["failures"] == [{"gate": "ref_kl", "hypothesis": "h03", "step": 1}]
+    assert stderr.count("GateFailed: gate ref_kl failed at step 1 (points to h03)") == 1  # warned once, with numbers
+    assert "reference's logprobs differ from the policy's by up to" in stderr
+    [run] = mlflow_runs(tmp_path)
+    assert run.info.status == "FINISHED" and run.data.metrics["diag/gates/stopped"] == 1.0  # a stop, not a crash
+    watched = latest_triage(tmp_path).report["watch"]
+    assert watched["outcome"] == "stopped" and watched["stopped_by"]["gate"] == "ref_kl"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault, gate, hypothesis, step", [
+    ("dropout_in_old_logps", "ratio", "h08", 1),
+    ("frozen_lora_b", "grad", "h06", 1),
+    ("sampling_temperature_not_scored", "parity", "h14", 1),
+    ("lora_not_synced", "lora", "h06", 2),
+])
+def test_each_gate_stops_its_planted_fault(tmp_path: Path, toy_cache: Path, fault: str, gate: str, hypothesis: str,
+                                           step: int) -> None:
+    [result], _ = run_script(tmp_path, toy_cache, "--fault", fault, "--stop-on", hypothesis, "--steps", "5")
+    assert {"gate": gate, "hypothesis": hypothesis, "step": step} in result["failures"]
+    assert result["outcome"] == "stopped" and result["global_step"] == step
+
+
+@pytest.mark.slow
+def test_gates_stay_silent_on_a_clean_run_attached_as_a_callback(tmp_path: Path, toy_cache: Path) -> None:
+    [result], stderr = run_script(tmp_path, toy_cache, "--callback", "--stop-on", "gates", "--steps", "4")
+    assert result["failures"] == [] and result["outcome"] == "finished" and result["global_step"] == 4
+    assert "GateFailed" not in stderr
+    assert latest_triage(tmp_path).report["watch"]["hooks"] == ["gates"]
+
+
+@pytest.mark.slow
+def test_a_crashing_run_is_still_triaged_and_recorded(tmp_path: Path, toy_cache: Path) -> None:
+    [result], stderr = run_script(tmp_path, toy_cache, "--fault", "crash", "--steps", "4", expect_rc=3)
+    assert "grading service went away" in result["crashed"] and result["outcome"] == "crashed"
+    triage = latest_triage(tmp_path)
+    assert triage.id == result["triage_id"] and triage.report["watch"]["outcome"] == "crashed"
+    assert triage.report["steps"] >= 1
