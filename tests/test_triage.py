@@ -45,8 +45,9 @@ def test_trl_key_names_across_versions():
     assert canonical_name("clip_ratio") == "clip_ratio/region_mean"
     assert canonical_name("train/reward") == "reward"  # W&B and TensorBoard exports
     assert canonical_name("train/rewards/fmt/std") == "rewards/fmt/std"
-    for not_training in ("eval_reward", "eval/reward", "train_runtime", "epoch", "diag/kl/beta", "task_reward"):
+    for not_training in ("eval_reward", "eval/reward", "train_runtime", "epoch", "task_reward"):
         assert canonical_name(not_training) is None, not_training
+    assert canonical_name("train/diag/kl/beta") == "diag/kl/beta"  # the hooks' keys, in a run hypotrack watched
     log = RunLog("x", "csv", series={"completion_length": [(1, 3.0)], "completions/mean_length": [(1, 4.0)],
                                      "rewards/b": [(1, 0.5)], "rewards/a/mean": [(1, 0.2)], "eval_loss": [(1, 1.0)]})
     named = canonical(log)

@@ -67,8 +67,12 @@ FUNC_METRICS = ("rewards/{func}/mean", "rewards/{func}/std")
 
 
 def triage_metric_names() -> list[str]:
-    """Every name a triage signature may use."""
-    return [*TRL_METRICS, *DERIVED_METRICS]
+    """Every name a triage signature may use: a run `hypotrack.watch` watched also logs the hooks' diag/*."""
+    from .metrics import hook_metrics
+
+    hooks = [f"diag/{hook}/{metric}" for hook, metrics in hook_metrics().items() for metric in metrics
+             if "{" not in metric]
+    return [*TRL_METRICS, *DERIVED_METRICS, *hooks]
 
 
 # The verdict's step aggregations, plus growth: a run has no control arm to compare with, so its own
