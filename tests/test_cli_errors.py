@@ -8,6 +8,7 @@ each class, run it as a separate `python -m hypotrack.cli` process, exactly as a
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -112,12 +113,66 @@ def a_file(name: str):
     return apply
 
 
+def closed_port(project: Path, tmp: Path) -> None:
+    """A port nothing listens on (bound, then released), for {port}."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        (tmp / "port").write_text(str(sock.getsockname()[1]))
+
+
+ROWS_MODULE = """from datasets import Dataset
+
+
+def rows(n, seed):
+    return Dataset.from_dict({"question": [f"{i} + 1 =" for i in range(40)], "answer": [str(i + 1) for i in range(40)]})
+"""
+
+
+def forty_rows(data: str):
+    """toy_arith's data: a loader beside the experiment giving 40 rows (question, answer), plus ``data`` keys."""
+    return both(write("experiments/corpus_rows.py", ROWS_MODULE),
+                edit(TOY, "  task: arith\n  size: 512\n", "  loader: corpus_rows:rows\n  prompt_column: question\n" + data))
+
+
+def forty_row_dataset(project: Path, tmp: Path) -> None:
+    """A dataset saved on disk (datasets' save_to_disk) with 40 rows, in {tmp}/rows."""
+    from datasets import Dataset
+
+    Dataset.from_dict({"prompt": [f"{i} + 1 =" for i in range(40)],
+                       "answer": [str(i + 1) for i in range(40)]}).save_to_disk(str(tmp / "rows"))
+
+
+def cut_at(rel: str, marker: str):
+    """The file as a run killed while writing it leaves it: everything up to the end of ``marker``."""
+    def apply(project: Path, tmp: Path) -> None:
+        path = project / rel
+        text = path.read_text()
+        path.write_text(text[:text.index(marker) + len(marker)])
+    return apply
+
+
+def trainer_state_cut_short(project: Path, tmp: Path) -> None:
+    history = [{"step": step, "loss": 0.5 - step / 100, "reward": step / 40} for step in range(1, 41)]
+    text = json.dumps({"log_history": history, "max_steps": 40}, indent=2)
+    (tmp / "run").mkdir()
+    (tmp / "run" / "trainer_state.json").write_text(text[:text.index('"step": 31') + 4])
+
+
+def csv_cut_short(project: Path, tmp: Path) -> None:
+    lines = ["step,loss,reward", *(f"{step},{0.5 - step / 100},{step / 40}" for step in range(1, 31))]
+    (tmp / "run.csv").write_text("\n".join(lines) + "\n31,0.1")
+
+
 ALIAS_BOMB = "bomb:\n  a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"  {chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(9))
 
 
+# A real run of one arm for one step: what a bad input must stop before anything is recorded.
+ONE_STEP = ["run", "h06", "--arms", "control", "--seeds", "1", "--max-steps", "1"]
+
 # (case id, class, setup, argv, regexes the combined output must match). A pattern "once:RE" must match
-# exactly once. "{tmp}" in an argument is the case's own folder, "{port}" the port hold_port holds.
+# exactly once. "{tmp}" in an argument is the case's own folder, "{port}" the port hold_port holds (or
+# closed_port found free); an argument "env:NAME=VALUE" sets that environment variable for the command instead.
 CORPUS = [
     ("malformed-yaml", "yaml", edit(H06, "hooks: [lora_sync, weights]", "hooks: [lora_sync, weights"), ["status"],
      [r"h06_lora_weight_sync\.yaml:\d+: \(document\): invalid YAML"]),
@@ -378,6 +433,78 @@ CORPUS = [
      ["run", "h06", "--dry-run"], [r"reward function 'corpus_not_callable:score' is not callable"]),
     ("dataset-loader-missing", "wrong-place", edit(TOY, "  task: arith\n", "  loader: corpus_no_such_loader:rows\n"),
      ["run", "h06", "--dry-run"], [r"dataset loader 'corpus_no_such_loader:rows': cannot import module 'corpus_no_such_loader'"]),
+    # --- data the experiment names, read before anything is recorded (in a run and in --dry-run alike)
+    ("eval-size-beyond-the-data", "silent", forty_rows("  eval_size: 1000\n"), [*ONE_STEP],
+     [r"toy_arith\.yaml:\d+: data\.eval_size: 1000 held-out rows, and the dataset loader 'corpus_rows:rows' gives "
+      r"40: .*would quietly use 10\. Give eval_size 20 or less"]),
+    ("eval-size-beyond-the-data-dry-run", "silent", forty_rows("  eval_size: 1000\n"), ["run", "h06", "--dry-run"],
+     [r"toy_arith\.yaml:\d+: data\.eval_size: 1000 held-out rows"]),
+    ("size-beyond-the-data", "silent", forty_rows("  size: 100\n  eval_size: 10\n"), ["run", "h06", "--dry-run"],
+     [r"toy_arith\.yaml:\d+: data\.size: 100 training rows, and the dataset loader 'corpus_rows:rows' gives 40, 10 of "
+      r"them held out \(eval_size\): 30 are left to train on"]),
+    ("dataset-flag-smaller-than-size", "silent", forty_row_dataset, ["run", "h06", "--dataset", "{tmp}/rows", "--dry-run"],
+     [r"toy_arith\.yaml:\d+: data\.size: 512 training rows, and the dataset '.*rows' gives 40"]),
+    ("answer-span-typo", "wrong-place", forty_rows("  answer_span: [answer_start, answer_end]\n"), [*ONE_STEP],
+     [r"toy_arith\.yaml:\d+: data\.answer_span: names the column 'answer_start', which the dataset loader "
+      r"'corpus_rows:rows' does not have \(columns: question, answer\)"]),
+    ("reference-column-typo", "wrong-place", forty_rows("  reference_column: answr\n"), ["run", "h06", "--dry-run"],
+     [r"toy_arith\.yaml:\d+: data\.reference_column: names the column 'answr'"]),
+    ("answer-text-column-typo", "wrong-place", forty_rows("  answer_text_column: evidence\n"), ["run", "h06", "--dry-run"],
+     [r"toy_arith\.yaml:\d+: data\.answer_text_column: names the column 'evidence'"]),
+    ("prompt-column-typo", "wrong-place", both(write("experiments/corpus_rows.py", ROWS_MODULE),
+                                               edit(TOY, "  task: arith\n", "  loader: corpus_rows:rows\n  prompt_column: qestion\n")),
+     ["run", "h06", "--dry-run"], [r"toy_arith\.yaml:\d+: data\.prompt_column: names the column 'qestion'"]),
+    ("reward-argument-not-a-column", "wrong-place",
+     both(forty_rows(""), edit(TOY, "hypotrack.toy.rewards:arith_format", "corpus_graded:graded"),
+          write("experiments/corpus_graded.py", "def graded(completions, solution, **kwargs):\n    return [0.0] * len(completions)\n")),
+     ["run", "h06", "--dry-run"],
+     [r"toy_arith\.yaml:\d+: rewards\[1\]: reward function 'corpus_graded:graded' takes the argument 'solution', which "
+      r"is not a column of the dataset loader 'corpus_rows:rows' \(columns: question, answer\)"]),
+    # --- a cluster or server that does not answer: refused in seconds, before the test is recorded
+    ("ray-address-closed-port", "silent", closed_port, [*ONE_STEP, "--launcher", "ray", "--ray-address", "127.0.0.1:{port}"],
+     [r"--ray-address 127\.0\.0\.1:\d+ \(or RAY_ADDRESS\): no Ray cluster answers at 127\.0\.0\.1:\d+ \(Connection "
+      r"refused\)\. Start one with `ray start --head --port \d+`.*leave out --ray-address and RAY_ADDRESS"]),
+    ("ray-address-from-environment", "silent", closed_port, ["env:RAY_ADDRESS=127.0.0.1:{port}", *ONE_STEP, "--launcher", "ray"],
+     [r"--ray-address 127\.0\.0\.1:\d+ \(or RAY_ADDRESS\): no Ray cluster answers"]),
+    ("ray-address-closed-port-dry-run", "silent", closed_port,
+     ["run", "h06", "--launcher", "ray", "--ray-address", "ray://127.0.0.1:{port}", "--dry-run"],
+     [r"--ray-address ray://127\.0\.0\.1:\d+ \(or RAY_ADDRESS\): no Ray cluster answers at 127\.0\.0\.1:\d+"]),
+    ("ray-address-malformed", "flags", nothing, ["run", "h06", "--launcher", "ray", "--ray-address", "head:port", "--dry-run"],
+     [r"--ray-address 'head:port': give HEAD:PORT \(e\.g\. 10\.0\.0\.5:6379\), ray://HEAD:10001 or auto"]),
+    ("mlflow-server-closed-port", "tracebacks", closed_port, [*ONE_STEP, "--tracking-uri", "http://127.0.0.1:{port}"],
+     [r"the MLflow tracking server http://127\.0\.0\.1:\d+ \(--tracking-uri or MLFLOW_TRACKING_URI\) does not answer at "
+      r"127\.0\.0\.1:\d+ \(Connection refused\)\. Start it"]),
+    # --- settings that nothing would read
+    ("criterion-k-on-a-slope", "schema",
+     edit(H01, "      steps: mean_last\n      k: 10\n      seeds: majority", "      steps: slope_t\n      k: 1\n      seeds: majority"),
+     ["validate"], [r"h01_advantage_scaling_instability\.yaml:31: criteria\.validated\[1\]\.k: is read only with steps "
+                    r"mean_last or mean_first, and this has steps: slope_t; remove it"]),
+    ("signature-k-on-max", "schema",
+     append(H01, "triage:\n  signatures:\n    - metric: reward\n      steps: max\n      k: 3\n      op: '>='\n"
+                 "      threshold: 0.5\n      weight: 0.5\n      shows: the reward peaks\n"), ["status"],
+     [r"h01_advantage_scaling_instability\.yaml:\d+: triage\.signatures\[0\]\.k: is read only with steps mean_last or "
+      r"mean_first or growth, and this has steps: max"]),
+    ("effect-last-steps-on-evaluation", "schema", append(H01, "effect:\n  outcome: eval_greedy\n  last_steps: 5\n"), ["validate"],
+     [r"h01_advantage_scaling_instability\.yaml:\d+: effect\.last_steps: is read only with outcome task_reward, and this "
+      r"has outcome: eval_greedy"]),
+    ("effect-meaningful-without-outcome", "silent", append(H01, "effect:\n  outcome: none\n  meaningful: 0.2\n"), ["next"],
+     [r"effect\.meaningful: is read only with outcome task_reward or eval_greedy or eval_sampled"]),
+    ("truncation-side-without-a-budget", "silent", edit(TOY, "  size: 512\n", "  size: 512\n  truncation_side: right\n"),
+     ["validate"], [r"toy_arith\.yaml:\d+: data\.truncation_side: is read only with max_prompt_length given, and this has "
+                    r"max_prompt_length: null"]),
+    ("lora-rank-with-lora-off", "schema", edit(TOY, "  enabled: true\n", "  enabled: false\n"), ["validate"],
+     [r"toy_arith\.yaml:\d+: lora\.r: is read only with enabled True, and this has enabled: False"]),
+    ("critic-section-on-grpo", "schema", append(TOY, "critic:\n  value_lr: 1.0e-3\n"), ["validate"],
+     [r"toy_arith\.yaml:\d+: critic: is read only with trainer critic, and this has trainer: grpo"]),
+    # --- files cut short
+    ("trainer-state-cut-short", "tracebacks", trainer_state_cut_short, ["triage", "{tmp}/run"],
+     [r"trainer_state\.json: not valid JSON: the file ends before the value that starts at line \d+: was the run "
+      r"interrupted while writing it\?"]),
+    ("csv-export-cut-short", "tracebacks", csv_cut_short, ["triage", "{tmp}/run.csv"],
+     [r"run\.csv: the file ends before the value that starts at line 32: was the run interrupted"]),
+    ("hypothesis-cut-short", "yaml", cut_at(H06, "hooks: [lora_sync, wei"), ["validate"],
+     [r"h06_lora_weight_sync\.yaml:(\d+): \(document\): invalid YAML: the file ends before the value that starts at "
+      r"line \1: was the run interrupted"]),
 ]
 
 
@@ -399,7 +526,7 @@ def baseline_registry(tmp_path_factory) -> Path:
 SUBPROCESS = {"malformed-yaml", "alias-bomb", "non-utf8-hypothesis", "unknown-key", "db-mlflow-tables",
               "experiment-negative-learning-rate", "set-generation-batch", "run-tracking-uri-bogus-scheme",
               "registry-in-memory", "ui-port-taken", "note-only-escapes", "reward-module-exits",
-              "registry-read-only", "flag-zero-max-steps"}
+              "registry-read-only", "flag-zero-max-steps", "eval-size-beyond-the-data", "ray-address-closed-port"}
 PARAMS = [pytest.param(*case, id=case[0]) for case in CORPUS]
 
 
@@ -443,11 +570,13 @@ def test_bad_input(case, kind, setup, argv, patterns, run_cli, cli_env, project_
     project_before = _snapshot(project_dir)
     port = (tmp_path / "port").read_text() if (tmp_path / "port").exists() else ""
     args = [a.replace("{tmp}", str(tmp_path)).replace("{port}", port) for a in argv]
+    env = {**cli_env, **dict(a[len("env:"):].split("=", 1) for a in args if a.startswith("env:"))}
+    args = [a for a in args if not a.startswith("env:")]
     if case in SUBPROCESS:
-        result = run_cli(*args)
+        result = run_cli(*args, env=env)
         code, output = result.returncode, result.stdout + result.stderr
     else:
-        code, output = run_in_process(args, cli_env, tmp_path, monkeypatch, capfd)
+        code, output = run_in_process(args, env, tmp_path, monkeypatch, capfd)
     assert code != 0, output
     assert "Traceback" not in output, output
     for pattern in patterns:
