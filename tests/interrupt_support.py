@@ -20,8 +20,10 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import threading
@@ -31,9 +33,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner_support import alive, cli, env_for, mlflow_runs, registry_rows, start_cli
+from runner_support import REPO, alive, cli, env_for, mlflow_runs, registry_rows, start_cli
 
 HYPOTHESIS = "h01"
+REPO_EXPERIMENTS = REPO / "experiments"
 # Small runs as in test_runner_faults. A run that is never interrupted (the other run of a double
 # trial, the surviving arm of a killed worker) trains MAX_STEPS to its end, so MAX_STEPS stays small,
 # yet far above the step 1..4 where interrupts land (plus the poll's lag under load).
@@ -636,3 +639,208 @@ class TrialPool:
             future.cancel()
         kill_leftovers()
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+# ------------------------------------------------------------------ signals before any training: connecting, loading
+
+STOP_SECONDS = 5.0  # the longest a runner may take to end after SIGINT or SIGTERM while it connects or loads
+CONNECT_PHASES = ("ray-probe", "ray-handshake", "slow-dataset")
+# ray-probe: --ray-address names a listener whose backlog is full, so the runner's probe waits for a
+#   connection that never opens (an unreachable network, as seen from the runner); nothing is recorded yet.
+# ray-handshake: a server that accepts TCP and never speaks Ray; the probe passes, the test is recorded,
+#   and the runner waits on ray.init: the test must end killed, its MLflow runs KILLED.
+# slow-dataset: the experiment's loader takes a minute; preflight is reading it, nothing is recorded yet.
+SLOW_LOADER = """import pathlib
+import time
+
+from datasets import Dataset
+
+
+def rows(n, seed):
+    pathlib.Path(__file__).with_name("loading").touch()
+    time.sleep(60)
+    return Dataset.from_dict({"prompt": ["1 + 1 ="] * n, "answer": ["2"] * n})
+"""
+
+
+@dataclass(frozen=True)
+class ConnectTrial:
+    sig: signal.Signals
+    phase: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.sig.name.lower()}-{self.phase}"
+
+    @property
+    def seed(self) -> int:
+        return zlib.crc32(self.id.encode()) + int(os.environ.get("HYPOTRACK_INTERRUPT_SEED", "0"))
+
+    @property
+    def records(self) -> bool:
+        """Whether the test is recorded before the signal lands (the others stop before any record)."""
+        return self.phase == "ray-handshake"
+
+
+def connect_matrix() -> list[ConnectTrial]:
+    return [ConnectTrial(sig, phase) for phase in CONNECT_PHASES for sig in (signal.SIGINT, signal.SIGTERM)]
+
+
+@dataclass
+class ConnectObservation:
+    trial: ConnectTrial
+    tmp: Path
+    waited: float = 0.0  # seconds from the runner's start to the signal
+    stop_seconds: float | None = None  # from the signal to the runner's exit (None: it did not exit)
+    rc: int | None = None
+    output: str = ""
+    test_runs: list[tuple] = field(default_factory=list)  # (state, error)
+    hypotheses: list[tuple] = field(default_factory=list)
+    mlflow: list[tuple[str, str]] = field(default_factory=list)  # (kind, status)
+    status_rc: int | None = None
+    status_output: str = ""
+    integrity: dict[str, str] = field(default_factory=dict)
+
+    def header(self) -> str:
+        base = os.environ.get("HYPOTRACK_INTERRUPT_SEED", "0")
+        return (f"trial {self.trial.id} seed={self.trial.seed} (rerun: HYPOTRACK_INTERRUPT_SEED={base} python -m pytest "
+                f"-m interrupt_matrix tests/test_interrupt_matrix.py -k {self.trial.id}) in {self.tmp}: signal "
+                f"{self.waited:.1f}s after the start, exit code {self.rc} {self.stop_seconds}s after it")
+
+
+class _Listener:
+    """A TCP listener for --ray-address: `full` (backlog filled, connections never open) or `silent` (accepts and
+    says nothing, as a port that is not Ray's)."""
+
+    def __init__(self, kind: str) -> None:
+        self.server = socket.socket()
+        self.server.bind(("0.0.0.0" if kind == "silent" else "127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self.accepted = 0
+        if kind == "full":
+            self.server.listen(0)
+            for _ in range(4):  # fill the accept queue: later SYNs are dropped, so connect() waits
+                client = socket.socket()
+                client.setblocking(False)
+                with contextlib.suppress(BlockingIOError):
+                    client.connect(("127.0.0.1", self.port))
+                self.held.append(client)
+            time.sleep(0.3)
+        else:
+            self.server.listen(64)
+            threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                return
+            self.held.append(connection)
+            self.accepted += 1
+
+    def pending_connects(self) -> int:
+        """Connections to this port waiting in SYN_SENT (the runner's probe, once it started)."""
+        suffix = f":{self.port:04X}"
+        rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+        return sum(1 for row in rows if row.split()[2].endswith(suffix) and row.split()[3] == "02")
+
+    def close(self) -> None:
+        for sock in [*self.held, self.server]:
+            with contextlib.suppress(OSError):
+                sock.close()
+
+
+def run_connect_trial(trial: ConnectTrial, tmp: Path, cache: Path, template: Path | None = None) -> ConnectObservation:
+    obs = ConnectObservation(trial, tmp)
+    rng = random.Random(trial.seed)
+    if template is not None:
+        shutil.copy(template, tmp / "mlflow.db")
+    env = {**env_for(tmp, cache), "PYTHONFAULTHANDLER": "1"}
+    args = ["run", HYPOTHESIS, "--arms", "control", "--seeds", "1", "--max-steps", "2", "--output-dir", str(tmp / "out")]
+    listener = None
+    if trial.phase == "slow-dataset":
+        experiment = tmp / "experiments" / "slow.yaml"
+        experiment.parent.mkdir()
+        (experiment.parent / "slow_rows.py").write_text(SLOW_LOADER)
+        toy = (REPO_EXPERIMENTS / "toy_arith.yaml").read_text().replace("name: toy_arith", "name: slow")
+        experiment.write_text(re.sub(r"(?m)^  task: arith$", "  loader: slow_rows:rows", toy))
+        args += ["--experiment", str(experiment)]
+    else:
+        listener = _Listener("full" if trial.phase == "ray-probe" else "silent")
+        args += ["--launcher", "ray", "--ray-address", f"127.0.0.1:{listener.port}"]
+    baseline = listener.pending_connects() if trial.phase == "ray-probe" else 0
+    started = time.time()
+    runner = _Runner(args, env, tmp)
+    try:
+        ready = {
+            "ray-probe": lambda: listener.pending_connects() > baseline,
+            "ray-handshake": lambda: listener.accepted >= 2,  # the probe's connection, then ray.init's
+            "slow-dataset": lambda: (tmp / "experiments" / "loading").exists(),
+        }[trial.phase]
+        if not _wait_until(lambda: ready() or runner.process.poll() is not None, 240, 0.05):
+            raise TimeoutError(f"the runner never reached {trial.phase} in 240s")
+        # somewhere inside the phase: the probe waits 5 s, ray.init and the loader a minute
+        time.sleep(rng.uniform(0.0, 2.0 if trial.phase == "ray-probe" else 4.0))
+        obs.waited = time.time() - started
+        if runner.process.poll() is None:
+            signalled = time.time()
+            runner.process.send_signal(trial.sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                runner.wait(timeout=60)
+            if runner.process.poll() is not None:
+                obs.stop_seconds = round(time.time() - signalled, 2)
+        obs.rc = runner.process.poll()
+    finally:
+        if runner.process.poll() is None:
+            runner.process.send_signal(signal.SIGABRT)  # faulthandler shows where it hung
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                runner.wait(timeout=10)
+            runner.process.kill()
+            runner.process.wait()
+        runner.reader.join(timeout=5)
+        obs.output = runner.output
+        if listener is not None:
+            listener.close()
+    status = cli(["status", "--json"], env, tmp, timeout=120)
+    obs.status_rc, obs.status_output = status.returncode, status.stdout[-2000:] + status.stderr[-2000:]
+    _wait_until(lambda: _settled(tmp), SETTLE_SECONDS, 0.5)
+    db = tmp / "registry.db"
+    obs.test_runs = registry_rows(db, "select state, error from test_run") if db.exists() else []
+    obs.hypotheses = registry_rows(db, "select id, status from hypothesis_state") if db.exists() else []
+    obs.mlflow = [(run.data.tags.get("hypotrack.kind"), run.info.status) for run in mlflow_runs(tmp)]
+    obs.integrity = {"registry.db": integrity(db) if db.exists() else "ok", "mlflow.db": integrity(tmp / "mlflow.db")}
+    return obs
+
+
+def connect_problems(obs: ConnectObservation) -> list[str]:
+    """Every promise broken by a signal while the runner connects or loads; [] when it held them all."""
+    found: list[str] = []
+    if obs.stop_seconds is None:
+        found.append(f"the runner had not ended 60s after {obs.trial.sig.name} (or ended before it); output "
+                     f"tail:\n{obs.output[-3000:]}")
+    elif obs.stop_seconds > STOP_SECONDS:
+        found.append(f"the runner took {obs.stop_seconds}s to end after {obs.trial.sig.name}; at most "
+                     f"{STOP_SECONDS:.0f}s is promised")
+    if obs.rc != 130:
+        found.append(f"exit code {obs.rc}, expected 130; output tail:\n{obs.output[-1500:]}")
+    if "Traceback" in obs.output:
+        found.append(f"traceback in the runner's output:\n{obs.output[-3000:]}")
+    if obs.status_rc != 0:
+        found.append(f"`hypotrack status` exit code {obs.status_rc}: {obs.status_output[-800:]}")
+    for name, result in obs.integrity.items():
+        if result != "ok":
+            found.append(f"PRAGMA integrity_check on {name}: {result}")
+    if [h for h, status in obs.hypotheses if status == "testing"]:
+        found.append(f"a hypothesis was left `testing`: {obs.hypotheses}")
+    if obs.trial.records:
+        if [state for state, _ in obs.test_runs] != ["killed"]:
+            found.append(f"test runs {obs.test_runs}; expected one, killed")
+        if sorted(obs.mlflow) != [("arm", "KILLED"), ("test", "KILLED")]:
+            found.append(f"MLflow runs {obs.mlflow}; expected the test's parent and its arm, both KILLED")
+    else:
+        if obs.test_runs or obs.mlflow:
+            found.append(f"something was recorded although the signal came before any record: test runs "
+                         f"{obs.test_runs}, MLflow runs {obs.mlflow}")
+    return found

@@ -12,6 +12,11 @@ Trials run a few at a time in background threads (tests/interrupt_support.py), e
 registry and MLflow store; every test waits for its own trial and reports it. A failure prints the
 trial's seed and the command that reruns it alone.
 
+Six more trials signal the runner (SIGINT, SIGTERM) before any training: while it probes a Ray address that
+never answers, while it waits on ray.init with a server that is not Ray's, and while preflight reads a slow
+dataset. It must end within 5 s, exit 130, and leave nothing recorded (or, once the test is recorded, the
+test killed and its MLflow runs KILLED).
+
     python -m pytest -m interrupt_matrix tests/test_interrupt_matrix.py
 """
 
@@ -21,7 +26,8 @@ import os
 from pathlib import Path
 
 import pytest
-from interrupt_support import Trial, TrialPool, matrix, mlflow_template, problems
+from interrupt_support import (Trial, TrialPool, connect_matrix, connect_problems, matrix, mlflow_template, problems,
+                               run_connect_trial)
 
 pytestmark = [pytest.mark.slow, pytest.mark.interrupt_matrix]
 
@@ -48,4 +54,12 @@ def pool(request, toy_cache: Path, tmp_path_factory):
 def test_interrupt(pool: TrialPool, trial: Trial) -> None:
     observation = pool.result(trial)
     found = problems(observation)
+    assert not found, observation.header() + "\n" + "\n".join(f"- {p}" for p in found)
+
+
+@pytest.mark.parametrize("connect_trial", [pytest.param(t, id=t.id) for t in connect_matrix()])
+def test_interrupt_while_connecting(connect_trial, toy_cache: Path, tmp_path: Path) -> None:
+    (tmp_path / "template").mkdir()
+    observation = run_connect_trial(connect_trial, tmp_path, toy_cache, mlflow_template(tmp_path / "template"))
+    found = connect_problems(observation)
     assert not found, observation.header() + "\n" + "\n".join(f"- {p}" for p in found)
