@@ -62,6 +62,11 @@ MODES = ("single", "double")
 SETTLE_SECONDS = 60.0
 
 
+def trial_seed(trial_id: str) -> int:
+    """A trial's random choices come from its id, shifted by HYPOTRACK_INTERRUPT_SEED."""
+    return zlib.crc32(trial_id.encode()) + int(os.environ.get("HYPOTRACK_INTERRUPT_SEED", "0"))
+
+
 @dataclass(frozen=True)
 class Trial:
     sig: signal.Signals
@@ -75,7 +80,7 @@ class Trial:
 
     @property
     def seed(self) -> int:
-        return zlib.crc32(self.id.encode()) + int(os.environ.get("HYPOTRACK_INTERRUPT_SEED", "0"))
+        return trial_seed(self.id)
 
 
 REPETITIONS = {"single": 3, "double": 2}  # 6 x 3 + 6 x 2 = 30 trials
@@ -674,7 +679,7 @@ class ConnectTrial:
 
     @property
     def seed(self) -> int:
-        return zlib.crc32(self.id.encode()) + int(os.environ.get("HYPOTRACK_INTERRUPT_SEED", "0"))
+        return trial_seed(self.id)
 
     @property
     def records(self) -> bool:
