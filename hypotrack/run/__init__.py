@@ -2,7 +2,8 @@
 
 - api.py         what a notebook (or the CLI) calls: `prepare_test`, then `run_prepared`
 - plan.py        arms x seeds from an experiment, a hypothesis and the run settings
-- preflight.py   a missing model, dataset or import path fails before anything is recorded
+- preflight.py   a missing model, dataset or import path fails before anything is recorded;
+                 data_check.py: the columns and sizes the experiment names, read from the data
 - lifecycle.py   one test from start to verdict, with interrupts handled
 - workers.py     worker scheduling and the handler of each worker event
 - launchers.py   how a worker starts (python, accelerate; ray_launch.py: Ray tasks, local or a cluster)
