@@ -152,6 +152,8 @@ def main() -> None:
         print(MARKER + json.dumps({"crashed": str(exc), "outcome": session.outcome, "triage_id": session.triage_id}),
               flush=True)
         raise SystemExit(3) from None
+    if session is None:
+        trainer.save_state()  # the plain run's log, for `hypotrack triage OUT` to compare with
     result = {"fault": args.fault, "global_step": trainer.state.global_step, "rollouts": trainer.rollouts,
               "output_dir": str(args.out), "process": trainer.accelerator.process_index}
     if os.environ.get("MLFLOW_TRACKING_URI") and trainer.is_world_process_zero():
