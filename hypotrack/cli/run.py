@@ -226,7 +226,8 @@ def _run(ctx: Context, plan, parallel, launch, output_dir, tracking_uri, mlflow_
                          mlflow_experiment=mlflow_experiment, flags=plan.flags)
     with ProgressDisplay(out) as display:
         def announce(test_id: str, parent_id: str, uri: str) -> None:
-            display.note(f"test run {test_id}: {len(plan.specs)} runs, MLflow parent run {parent_id} ({uri})")
+            runs = "the next seeds (--seeds auto)" if max_seeds is not None else f"{len(plan.specs)} runs"
+            display.note(f"test run {test_id}: {runs}, MLflow parent run {parent_id} ({uri})")
 
         if max_seeds is None:
             outcome = run_prepared(plan, registry, options, display.update, announce)

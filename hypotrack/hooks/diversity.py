@@ -8,24 +8,36 @@ group has nothing left to compare.
 - `entropy_ratio`: entropy now over entropy at the first step of the run (1: unchanged).
 - `identical_group_share`: groups whose completions are all the same text.
 - `distinct_share`: distinct completions per group over the group size, averaged over groups.
+- `sampling_temperature`: the temperature completions are sampled at (GRPOConfig's, or the one
+  `generation_kwargs` overrides it with). Identical completions at temperature 1 with the entropy the run
+  started with are a confident model, or one that cannot see what would tell its answers apart (a prompt
+  cut before its evidence): not a collapse. A low temperature, or a falling entropy, is.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from hypotrack.hooks.base import DiagnosticHook, LossParts, RolloutBatch
+from hypotrack.hooks.base import DiagnosticHook, LossParts, RolloutBatch, StepContext
 
 
 class DiversityHook(DiagnosticHook):
     name = "diversity"
     description = "h15: policy entropy against the run's start, identical and distinct completions per group"
     metrics = (
-        "entropy", "entropy_ratio", "identical_group_share", "distinct_share",
+        "entropy", "entropy_ratio", "identical_group_share", "distinct_share", "sampling_temperature",
     )
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
         self._first_entropy: float | None = None
+        self._temperature: float | None = None
+
+    def on_train_begin(self, ctx: StepContext) -> dict[str, float]:
+        args = getattr(ctx.trainer, "args", None)
+        overrides = getattr(args, "generation_kwargs", None) or {}
+        temperature = overrides.get("temperature", getattr(args, "temperature", None))
+        self._temperature = float(temperature) if temperature is not None else None
+        return {}
 
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
         G = int(batch.num_generations)
@@ -34,8 +46,11 @@ class DiversityHook(DiagnosticHook):
         if not n:
             return {}
         distinct = [len(set(texts[start:start + G])) for start in range(0, n, G)]
-        return {"identical_group_share": sum(d == 1 for d in distinct) / len(distinct),
-                "distinct_share": sum(distinct) / (len(distinct) * G)}
+        out = {"identical_group_share": sum(d == 1 for d in distinct) / len(distinct),
+               "distinct_share": sum(distinct) / (len(distinct) * G)}
+        if self._temperature is not None:
+            out["sampling_temperature"] = self._temperature
+        return out
 
     def on_loss(self, parts: LossParts, step: int) -> dict[str, float]:
         from hypotrack.hooks._util import masked_mean

@@ -12,6 +12,9 @@ beta > 0 look like 100% KL. We use magnitudes, aggregated exactly like the loss_
   kl_loss_share = |beta * agg(k3)| / (agg(|ratio * A|) + |beta * agg(k3)| + 1e-8)
 and, closer to what moves the weights, the share of the per-token gradient weight on grad(logp):
   kl_grad_share = agg(beta * |1 - exp(ref - pol)|) / (agg(|ratio * A|) + agg(beta * |1 - exp(ref - pol)|) + 1e-8)
+over the rows with a non-zero advantage only: a row of a tied group has no policy gradient, so there any
+KL term would read as the whole gradient, and a run whose groups mostly tie (a cut prompt, a task out of
+reach) would look pinned by its KL term when it has nothing else to learn from (0 when no row has one).
 
 Every `every` steps (a fresh forward is the expensive part) on `sample_rows` rows: the reference is
 re-run (trainer.ref_model, or under LoRA the adapter-disabled model, as TRL does) and compared with the
@@ -141,9 +144,16 @@ class KLHook(DiagnosticHook):
             klg = parts.beta * (1 - torch.exp(ref - pol)).abs()
             pg_a = f(aggregate(pg, mask, parts.loss_type))
             kl_a = abs(parts.beta * f(aggregate(kl3, mask, parts.loss_type)))
-            klg_a = f(aggregate(klg, mask, parts.loss_type))
             out["kl_loss_share"] = kl_a / (pg_a + kl_a + 1e-8)
-            out["kl_grad_share"] = klg_a / (pg_a + klg_a + 1e-8)
+            # The gradient share only over rows that carry a policy gradient: where a group tied, its
+            # advantages are 0 and any KL term would carry "all" of that row's gradient, whatever beta.
+            signal = mask & (adv.abs() > 1e-8).expand_as(mask)
+            if bool(signal.any()):
+                pg_s = f(aggregate(pg, signal, parts.loss_type))
+                klg_s = f(aggregate(klg, signal, parts.loss_type))
+                out["kl_grad_share"] = klg_s / (pg_s + klg_s + 1e-8)
+            else:
+                out["kl_grad_share"] = 0.0
         else:
             out["ref_is_policy"] = 0.0
             out["kl_loss_share"] = 0.0
