@@ -56,3 +56,12 @@ def test_generate_returns_what_the_faults_unpack() -> None:
 
     source = inspect.getsource(GRPOTrainer._generate)
     assert "return prompt_ids, completion_ids, tool_mask, completions, logprobs" in source
+
+
+def test_the_tap_wraps_only_seams_this_file_checks() -> None:
+    """hypotrack.watch wraps these on a user's trainer instance; the worker's subclass overrides the same ones."""
+    from hypotrack.hooks._trainer_tap import WRAPPED_METHODS
+    from hypotrack.worker.trainer import HypotrackGRPOTrainer
+
+    assert set(WRAPPED_METHODS) <= set(SEAMS)
+    assert all(name in vars(HypotrackGRPOTrainer) for name in WRAPPED_METHODS)

@@ -1,13 +1,17 @@
 """`python -m hypotrack.bench`: what hypotrack costs per training step, measured in one process.
 
-Three variants on the same model, data, rewards, config and seed, interleaved
-round by round so machine noise hits them alike:
+Variants on the same model, data, rewards, config and seed, interleaved round
+by round so machine noise hits them alike:
   plain    TRL's GRPOTrainer as a user would write it;
   worker   hypotrack's trainer and callback (event stream, error counting, checks), no hooks;
-  hooks    the same with every diagnostics hook attached.
+  hooks    the same with every diagnostics hook attached;
+  gates    the plain trainer under `hypotrack.watch(trainer)`: the live gates only;
+  watched  the plain trainer under `hypotrack.watch(trainer, hooks="all")`.
 Step time is the wall time between consecutive step ends (generation, loss,
 backward, optimizer, callbacks and hooks all included), median over the steps
-after a warm-up. `--memory-steps` also runs one long arm with every hook and
+after a warm-up; each ratio is also given as the median over rounds of that
+round's ratio of medians. A watched variant's failed gates are reported too
+(on a healthy experiment: none). `--memory-steps` also runs one long arm with every hook and
 reports resident memory at step 50 and at the end.
 """
 
@@ -25,10 +29,16 @@ from typing import Any
 from transformers import TrainerCallback
 
 
+# The variants that run TRL's own trainer under `hypotrack.watch`, with the hooks each attaches besides the gates.
+WATCHED = {"gates": None, "watched": "all"}
+VARIANTS = ("plain", "worker", "hooks", *WATCHED)
+
+
 class StepClock(TrainerCallback):
     def __init__(self) -> None:
         self.ends: list[float] = []
         self.rss: dict[int, int] = {}
+        self.session = None  # the Watch of a watched variant
 
     def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001
         self.ends = [time.perf_counter()]
@@ -83,10 +93,15 @@ def _train(variant: str, experiment: str, steps: int, out: Path) -> StepClock:
     rewards = [import_object(path, spec.experiment_dir) for path in spec.rewards]
     common: dict[str, Any] = dict(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                                   peft_config=build_peft_config(spec))
-    if variant == "plain":
+    if variant in ("plain", *WATCHED):
         from trl import GRPOTrainer
 
         trainer = GRPOTrainer(reward_funcs=rewards, callbacks=[clock], **common)
+        if variant in WATCHED:
+            from hypotrack.watch import watch
+
+            clock.session = watch(trainer, hooks=WATCHED[variant], record=False)
+        _quiet(trainer)  # as the worker variants: console printing of the log is not what is measured
     else:
         from hypotrack.worker.rewards import RewardErrorLog, wrap_reward
         from hypotrack.worker.trainer import HypotrackGRPOTrainer
@@ -103,22 +118,33 @@ def _train(variant: str, experiment: str, steps: int, out: Path) -> StepClock:
     return clock
 
 
-def overhead(experiment: str, steps: int, rounds: int, warmup: int) -> dict[str, Any]:
-    times: dict[str, list[float]] = {"plain": [], "worker": [], "hooks": []}
+def overhead(experiment: str, steps: int, rounds: int, warmup: int,
+             variants: tuple[str, ...] = VARIANTS) -> dict[str, Any]:
+    times: dict[str, list[float]] = {variant: [] for variant in variants}
+    per_round: dict[str, list[float]] = {variant: [] for variant in variants}
+    failures: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for round_index in range(rounds):
-            for variant in times:
+            for variant in variants:
                 out = Path(tmp) / f"{variant}-{round_index}"
                 out.mkdir()
-                times[variant] += _train(variant, experiment, steps, out).step_times(warmup)
+                clock = _train(variant, experiment, steps, out)
+                step_times = clock.step_times(warmup)
+                times[variant] += step_times
+                per_round[variant].append(statistics.median(step_times))
+                if clock.session is not None:
+                    failures.setdefault(variant, []).extend(str(f) for f in clock.session.failures())
     median = {variant: statistics.median(values) for variant, values in times.items()}
-    return {
-        "experiment": experiment, "steps_per_run": steps, "rounds": rounds, "warmup_steps": warmup,
-        "median_step_seconds": median,
-        "worker_vs_plain": median["worker"] / median["plain"],
-        "hooks_vs_worker": median["hooks"] / median["worker"],
-        "hooks_vs_plain": median["hooks"] / median["plain"],
-    }
+    report: dict[str, Any] = {"experiment": experiment, "steps_per_run": steps, "rounds": rounds,
+                              "warmup_steps": warmup, "median_step_seconds": median,
+                              "round_medians": per_round, "gate_failures": failures}
+    for a, b in (("worker", "plain"), ("hooks", "worker"), ("hooks", "plain"), ("gates", "plain"),
+                 ("watched", "plain")):
+        if a in median and b in median:
+            report[f"{a}_vs_{b}"] = median[a] / median[b]
+            report[f"{a}_vs_{b}_median_of_rounds"] = statistics.median(
+                x / y for x, y in zip(per_round[a], per_round[b]))
+    return report
 
 
 def memory(experiment: str, steps: int) -> dict[str, Any]:
@@ -137,8 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of the three variants")
     parser.add_argument("--warmup", type=int, default=5, help="steps dropped at the start of each run")
     parser.add_argument("--memory-steps", type=int, default=0, help="also run one all-hooks arm this long")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help=f"comma-separated, from {', '.join(VARIANTS)} [all]")
     args = parser.parse_args(argv)
-    report = overhead(args.experiment, args.steps, args.rounds, args.warmup)
+    variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"--variants: unknown {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
+    report = overhead(args.experiment, args.steps, args.rounds, args.warmup, variants)
     if args.memory_steps:
         report["memory"] = memory(args.experiment, args.memory_steps)
     print(json.dumps(report, indent=2))
