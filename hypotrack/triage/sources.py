@@ -13,6 +13,7 @@ Every problem is a HypotrackError that names the source and what is wrong with i
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
@@ -85,6 +86,8 @@ def read_trainer_state(path: Path) -> RunLog:
         for key, value in entry.items():
             if type(value) in (float, int) and math.isfinite(value):
                 series.setdefault(key, []).append((step, float(value)))
+            elif isinstance(value, str):
+                _refuse_wrapped(value, f"{path}: {key!r} at step {step}")
     for key in ("logging_steps", "max_steps", "train_batch_size"):
         if state.get(key) is not None:
             log.params[key] = str(state[key])
@@ -93,7 +96,7 @@ def read_trainer_state(path: Path) -> RunLog:
 
 def read_csv(path: Path) -> RunLog:
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = decode_text(path.read_bytes())
         reader = csv.reader(io.StringIO(text, newline=""))
         rows, last_row_line = [], 1
         for row in iter_rows(reader):
@@ -130,7 +133,10 @@ def read_csv(path: Path) -> RunLog:
             continue
         for index, cell in enumerate(row):
             if index != step_at and index < len(header) and header[index]:
-                log.add(header[index], int(step), _number(cell))
+                value = _number(cell)
+                if value is None:
+                    _refuse_wrapped(cell, f"{path}:{line_number}: column {header[index]!r}")
+                log.add(header[index], int(step), value)
     return _non_empty(log.sort())
 
 
@@ -151,6 +157,26 @@ def _column_name(column: str) -> str:
     if name.endswith(("__MIN", "__MAX")):
         return ""
     return name.rsplit(" - ", 1)[-1].strip()
+
+
+def decode_text(data: bytes) -> str:
+    """A CSV export's text: UTF-8 (with or without a byte-order mark) or UTF-16 (Excel's "Unicode text")."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16")
+    if len(data) >= 4 and data[1] == 0 and data[3] == 0:  # UTF-16 without its mark: ASCII headers, every 2nd byte 0
+        return data.decode("utf-16-le")
+    return data.decode("utf-8-sig")
+
+
+# A number written as an object's text: `tensor(0.4500)`, `tensor(0.45, device='cuda:0')`, `np.float64(0.3)`.
+WRAPPED_NUMBER = re.compile(r"^\s*(tensor|(np|numpy|torch)\.\w+)\(\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*[,)]")
+
+
+def _refuse_wrapped(text: str, where: str) -> None:
+    """A metric logged as the text of a tensor or numpy scalar would be dropped as "not a number": name it."""
+    if WRAPPED_NUMBER.match(text):
+        raise HypotrackError(f"{where} holds {text.strip()[:60]!r}: a number logged as the text of a tensor or numpy "
+                             "value, which triage cannot read. Log float(value) (or value.item()) instead")
 
 
 def _number(cell: str) -> float | None:
