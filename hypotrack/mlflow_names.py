@@ -21,7 +21,8 @@ class Tags:
     ARM = "hypotrack.arm"
     SEED = "hypotrack.seed"
     PLANT = "hypotrack.plant"
-    VERDICT = "hypotrack.verdict"
+    VERDICT = "hypotrack.verdict"  # the status in words: validated, invalidated, inconclusive, not applicable
+    HEADLINE = "hypotrack.headline"  # the verdict in one line: status, the deciding reading, the effect
     CONFIDENCE = "hypotrack.confidence"
     EFFECT = "hypotrack.effect"  # the treatment effect in words, with its interval
     ERROR = "hypotrack.error"
@@ -35,6 +36,13 @@ class Tags:
     PARENT = "mlflow.parentRunId"
     SOURCE_NAME = "mlflow.source.name"  # the UI's Source column: the command line that made the run
     EXPERIMENT_KIND = "mlflow.experimentKind"
+    SHARED_VIEW = "mlflow.sharedViewState."  # + a key: an experiment page view the UI opens with ?viewStateShareKey=
+
+
+def source_name() -> str:
+    """The command line for the UI's Source column, which shows only what follows a name's last `/`: paths in
+    the arguments are cut to their last part (`--output-dir outputs`), so the command itself stays in view."""
+    return shlex.join(Path(word).name if "/" in word.rstrip("/") else word for word in shlex.split(command_line()))
 
 
 def command_line() -> str:

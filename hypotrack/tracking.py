@@ -26,7 +26,7 @@ from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunT
 
 from hypotrack.endpoints import check_tracking_server
 from hypotrack.errors import HypotrackError, first_line
-from hypotrack.mlflow_names import Tags, command_line
+from hypotrack.mlflow_names import Tags, source_name
 
 # MLflow announces at INFO that it creates or upgrades its own tables; in the middle of a run's progress
 # that reads like hypotrack output. Its warnings and errors still show.
@@ -90,11 +90,26 @@ class Tracker:
         """A run that says who made it and with which command (the UI's Created by and Source)."""
         from mlflow.tracking.context.registry import resolve_tags
 
-        tags = resolve_tags({Tags.SOURCE_NAME: command_line(), **tags})
+        tags = resolve_tags({Tags.SOURCE_NAME: source_name(), **tags})
         if parent_id:
             tags[Tags.PARENT] = parent_id
         run = self.client.create_run(experiment_id, run_name=name, tags=tags)
         return run.info.run_id
+
+    def rename_run(self, run_id: str, name: str) -> None:
+        self.client.update_run(run_id, name=name)
+
+    def experiment_of(self, run_id: str) -> str:
+        return self.client.get_run(run_id).info.experiment_id
+
+    def describe_experiment(self, experiment_id: str, text: str) -> None:
+        """The experiment's description: the UI shows it on the experiment's page and in the experiments list."""
+        self.client.set_experiment_tag(experiment_id, Tags.NOTE, text)
+
+    def save_view(self, experiment_id: str, key: str, state: dict[str, Any]) -> None:
+        """A view of the experiment page (filter, grouping, charts) that `?viewStateShareKey=<key>` opens: MLflow's
+        own "share view", which keeps the state as an experiment tag."""
+        self.client.set_experiment_tag(experiment_id, Tags.SHARED_VIEW + key, json.dumps(state))
 
     def log_dataset(self, run_id: str, name: str, digest: str, source_type: str, source: dict[str, Any],
                     rows: int | None, columns: list[str] | None = None, context: str = "train") -> None:
@@ -171,15 +186,18 @@ class Tracker:
     def log_figure(self, run_id: str, figure: Any, artifact_file: str) -> None:
         self.client.log_figure(run_id, figure, artifact_file)
 
-    def end(self, run_id: str, status: str) -> None:
-        """status: FINISHED, FAILED or KILLED."""
+    def end(self, run_id: str, status: str, started: float | None = None, ended: float | None = None) -> None:
+        """status: FINISHED, FAILED or KILLED; `started` and `ended` (seconds since the epoch) when the run's own
+        work began and ended later or earlier than the run was created and is ended (an arm within its test)."""
         try:
             current = self.client.get_run(run_id).info.status
         except Exception:  # noqa: BLE001 - a run deleted from the UI meanwhile
             return
         if current in ("FINISHED", "FAILED", "KILLED"):
             return
-        self.client.set_terminated(run_id, status=status)
+        self.client.set_terminated(run_id, status=status, end_time=int(ended * 1000) if ended else None)
+        if started:
+            set_start_time(self.uri, run_id, int(started * 1000))
 
 
 # What MLflow's tracking client accepts (mlflow.tracking._tracking_service.utils), by URI scheme.
@@ -240,6 +258,19 @@ def store_lock(uri: str) -> Iterator[None]:
 
     with FileLock(str(database.with_name(database.name + ".hypotrack.lock")), timeout=300):
         yield
+
+
+def set_start_time(uri: str, run_id: str, start_ms: int) -> None:
+    """Move a run's start time on a SQLite store (MLflow has no API for it: a run starts when it is created).
+
+    The runner creates every arm's run before the first worker starts, so that their ids are recorded; without
+    this, the UI would show every arm lasting the whole test. Other stores keep the creation time.
+    """
+    database = sqlite_file(uri)
+    if database is None or not database.exists():
+        return
+    with closing(sqlite3.connect(database, timeout=30)) as db, db:
+        db.execute("UPDATE runs SET start_time = ? WHERE run_uuid = ?", (start_ms, run_id))
 
 
 def sqlite_file(uri: str) -> Path | None:

@@ -15,12 +15,14 @@ import pytest
 
 from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
-from hypotrack.run.records import (arm_description, compared_metrics, dataset_source, log_arm_series, log_plan,
-                                   log_training_inputs, outcome_description, parent_description, spec_changes)
+from hypotrack.run.mlflow_ui import view_key
+from hypotrack.run.records import (arm_description, compared_metrics, dataset_source, escape_markdown, log_outcome,
+                                   log_plan, log_training_inputs, outcome_description, parent_description,
+                                   spec_changes)
 from hypotrack.run.workers import ArmState
 from hypotrack.spec.models import Hypothesis
 from hypotrack.tracking import MODEL_TRAINING, Tracker
-from hypotrack.verdict import Verdict
+from hypotrack.verdict import Verdict, not_applicable
 
 
 def arm_spec(arm: str, seed: int, **changes) -> ArmSpec:
@@ -38,7 +40,8 @@ def treated(seed: int) -> ArmSpec:
 
 def hypothesis() -> Hypothesis:
     return Hypothesis.model_validate({
-        "id": "h06", "title": "LoRA weight sync", "priority": "high", "statement": "s", "experiment": "toy_arith",
+        "id": "h06", "title": "LoRA weight sync", "priority": "high", "experiment": "toy_arith",
+        "statement": "The generator samples with stale weights: reference_column: <column> is *not* the policy.",
         "treatment": {"peft": False, "learning_rate": 3e-4},
         "criteria": {"validated": [{"metric": "diag/lora_sync/logp_gap_max", "arm": "control", "op": ">",
                                     "threshold": 1e-3}],
@@ -74,6 +77,15 @@ def test_runs_say_what_they_are() -> None:
     assert treatment.startswith("**Treatment**: full fine-tuning") and summary == "invalidated: signature absent"
     untrained = outcome_description(parent_description(hypothesis(), [], "**Running**"), verdict)
     assert untrained.startswith("**Invalidated**, confidence 0.75: h06 LoRA weight sync\n\nNo arm trained.")
+    control_only = parent_description(hypothesis(), arms[:1], "**Running**")
+    assert "the control arm, the mean over seeds" in control_only and "treatment" not in control_only.lower()
+    reason = outcome_description(plan, not_applicable(["the run trains no LoRA adapter"]))
+    assert reason.startswith("**Not applicable**: h06") and reason.count("the run trains no LoRA adapter") == 1
+
+
+def test_text_from_the_user_reads_as_written_in_markdown() -> None:
+    assert escape_markdown("reference_column: <column>, x < 0.5, *bold*, _em_") == (
+        "reference_column: \\<column\\>, x \\< 0.5, \\*bold\\*, \\_em\\_")
 
 
 def test_experiments_open_as_model_training_with_artifacts_beside_the_store(tracker: Tracker) -> None:
@@ -87,10 +99,11 @@ def test_experiments_open_as_model_training_with_artifacts_beside_the_store(trac
 
 
 def test_runs_record_who_made_them_and_the_command(tracker: Tracker, monkeypatch) -> None:
-    monkeypatch.setattr(sys, "argv", ["/venv/bin/hypotrack", "run", "h06", "--no-peft"])
+    monkeypatch.setattr(sys, "argv", ["/venv/bin/hypotrack", "run", "h06", "--no-peft", "--output-dir", "/tmp/x/outputs"])
     run_id = tracker.create_run(tracker.experiment_id("hypotrack/h06"), "control-seed0", {Tags.ARM: "control"})
     tags = tracker.client.get_run(run_id).data.tags
-    assert tags[Tags.SOURCE_NAME] == "hypotrack run h06 --no-peft"
+    # the UI's Source column shows what follows the last "/": paths are cut to their last part
+    assert tags[Tags.SOURCE_NAME] == "hypotrack run h06 --no-peft --output-dir outputs"
     assert tags["mlflow.user"] and tags["mlflow.source.type"] == "LOCAL" and tags[Tags.ARM] == "control"
 
 
@@ -120,33 +133,54 @@ def test_dataset_sources_use_mlflows_formats(tmp_path: Path) -> None:
     assert dataset_source({"loader": "my_data:load"}, 2)[:2] == ("my_data:load", "code")
 
 
-def test_the_parent_run_compares_the_arms_per_step(tracker: Tracker) -> None:
-    parent = tracker.create_run(tracker.experiment_id("hypotrack/h06"), "test", {})
+def test_a_test_is_one_view_of_its_arms_and_every_run_shows_the_verdict(tracker: Tracker, tmp_path: Path) -> None:
+    experiment_id = tracker.experiment_id("hypotrack/h06")
+    parent = tracker.create_run(experiment_id, "h06 test t1", {Tags.TEST: "t1", Tags.KIND: "test"})
     arms = []
-    for spec, rewards, gap in ((arm_spec("control", 0), [0.2, 0.4], [0.0, 0.1]), (arm_spec("control", 1), [0.4, 0.6], None),
-                               (treated(0), [0.5, 0.9], [0.0, 0.3]), (treated(1), [0.3, None], None)):
-        state = ArmState(spec=spec, dir=Path("/x"))
-        state.series["reward"] = [(step, value) for step, value in enumerate(rewards) if value is not None]
-        if gap:
-            state.series["diag/lora_sync/logp_gap_max"] = list(enumerate(gap))
+    for spec, rewards in ((arm_spec("control", 0), [0.2, 0.4]), (arm_spec("control", 1), [0.4, 0.6]),
+                          (treated(0), [0.5, 0.9]), (treated(1), [0.3, 0.7])):
+        state = ArmState(spec=spec, dir=tmp_path / spec.key)
+        state.run_id = tracker.create_run(experiment_id, spec.key, {Tags.ARM: spec.arm, Tags.KIND: "arm"}, parent)
+        state.series["reward"] = list(enumerate(rewards))
+        state.status, state.started, state.ended = "finished", 1_700_000_000.0 + spec.seed, 1_700_000_010.5 + spec.seed
         arms.append(state)
-    verdict = Verdict(status="invalidated", confidence=0.5, summary="s")
-    verdict.results = [type("Result", (), {"criterion": c})() for _, _, c in hypothesis().criteria.all_criteria()]
-    metrics = compared_metrics(verdict)
-    assert metrics["outcome"][:2] == ["reward", "task_reward"]
-    assert metrics["signature"] == ["diag/lora_sync/logp_gap_max"]
-    for question, names in metrics.items():
-        log_arm_series(tracker, parent, arms, names, f"arms/{question}")
+    (tmp_path / "h06.yaml").write_text("id: h06\n")
+    log_plan(tracker, parent, hypothesis(), tmp_path / "h06.yaml", arms, "digest", {}, "python")
 
-    def history(key: str) -> list[tuple[int, float]]:
-        return [(m.step, round(m.value, 6)) for m in sorted(tracker.client.get_metric_history(parent, key),
-                                                           key=lambda m: m.step)]
+    experiment = tracker.client.get_experiment(experiment_id)
+    assert experiment.tags[Tags.NOTE] == ("h06: LoRA weight sync\n\nThe generator samples with stale weights: "
+                                          "reference_column: \\<column\\> is \\*not\\* the policy.")
+    assert [tracker.client.get_run(a.run_id).info.run_name for a in arms] == ["ctrl s0", "ctrl s1", "treat s0", "treat s1"]
+    planned = json.loads(experiment.tags[Tags.SHARED_VIEW + view_key("t1")])
+    assert [chart["metricKey"] for chart in planned["compareRunCharts"]] == [
+        "reward", "task_reward", "diag/lora_sync/logp_gap_max"]
 
-    assert history("arms/outcome/reward/control") == [(0, 0.3), (1, 0.5)]
-    assert history("arms/outcome/reward/treatment") == [(0, 0.4), (1, 0.9)]  # step 1: the one seed that logged it
-    assert history("arms/outcome/reward/delta") == [(0, 0.1), (1, 0.5)]  # paired by seed: step 1 has seed 0 only
-    assert history("arms/signature/diag/lora_sync/logp_gap_max/delta") == [(0, 0.0), (1, 0.2)]
-    assert "arms/outcome/task_reward/control" not in tracker.client.get_run(parent).data.metrics  # never logged
+    verdict = Verdict(status="invalidated", confidence=0.5, summary="invalidated: gap <= 0.001 on every seed",
+                      headline="invalidated: logp_gap_max 0 <= 0.001")
+    verdict.results = [type("Result", (), {"criterion": c, "as_json": lambda self: {}})()
+                       for _, _, c in hypothesis().criteria.all_criteria()]
+    assert compared_metrics(verdict) == {"outcome": ["reward", "task_reward"], "signature": ["diag/lora_sync/logp_gap_max"]}
+    log_outcome(tracker, parent, arms, verdict, tmp_path / "out")
+    for arm in arms:  # the verdict on every run, and each arm's own start and end
+        run = tracker.client.get_run(arm.run_id)
+        assert run.data.tags[Tags.VERDICT] == "invalidated"
+        assert run.data.tags[Tags.HEADLINE] == "invalidated: logp_gap_max 0 <= 0.001"
+        assert (run.info.status, run.info.start_time, run.info.end_time) == (
+            "FINISHED", int(arm.started * 1000), int(arm.ended * 1000))
+    view = json.loads(tracker.client.get_experiment(experiment_id).tags[Tags.SHARED_VIEW + view_key("t1")])
+    assert view["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": Tags.ARM}]
+    assert view["searchFilter"] == "tags.`hypotrack.test` = 't1' and tags.`hypotrack.kind` = 'arm'"
+    assert [chart["metricKey"] for chart in view["compareRunCharts"]] == [
+        "reward", "task_reward", "diag/lora_sync/logp_gap_max"]
+    description = tracker.client.get_run(parent).data.tags[Tags.NOTE]
+    assert "gap \\<= 0.001 on every seed" in description  # the evidence, escaped
+    assert not any(key.startswith("arms/") for key in tracker.client.get_run(parent).data.metrics)
+
+    skipped = tracker.client.get_run(parent).data.tags
+    assert skipped[Tags.VERDICT] == "invalidated"
+    moot = not_applicable(["the run trains no LoRA adapter"])
+    log_outcome(tracker, parent, [], moot, tmp_path / "out")
+    assert tracker.client.get_run(parent).data.tags[Tags.VERDICT] == "not applicable"
 
 
 def test_a_moved_store_shows_its_own_artifacts(tmp_path: Path) -> None:

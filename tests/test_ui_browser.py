@@ -1,11 +1,12 @@
-"""The MLflow UI a user lands on, in a real browser: after a tiny `hypotrack run h06 --no-peft`, the
-link `hypotrack ui` prints opens the model-training view with the arms compared at first sight, and
-every run says what it is and what it trained on.
+"""The MLflow UI a user lands on, in a real browser: after a tiny `hypotrack run h06 --no-peft`, the link
+`hypotrack ui` prints under the test's verdict opens the model-training view with both arms on each chart
+(grouped by arm: the mean over seeds and the band across them), the runs list shows the verdict, and the
+hint about MLflow's GenAI view says what really happens.
 
 Drives Debian's headless Chromium through selenium and /usr/bin/chromedriver (never a downloaded
 browser); the packages are installed here when missing and apt-get can (root), else the module is
 skipped with the reason. One run, one server and one browser for the whole module. Screenshots land
-in the test's folder and, when HYPOTRACK_TEST_ARTIFACTS names a folder, are copied there.
+in the test's folder and are copied to $HYPOTRACK_TEST_REPORTS/ui-browser (in CI: ./test-reports).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver"
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--disable-dev-shm-usage", "--window-size=1600,1100")
-TINY_H06 = ["run", "h06", "--no-peft", "--seeds", "1", "--max-steps", "3", "--batch-size", "8", "--num-generations", "4"]
+TINY_H06 = ["run", "h06", "--no-peft", "--seeds", "2", "--max-steps", "3", "--batch-size", "8", "--num-generations", "4"]
 PAGE_TIMEOUT = 90.0
 
 
@@ -57,6 +58,7 @@ def chromium_missing() -> str | None:
 class Session:
     driver: object
     links: dict[str, str]  # what `hypotrack ui` printed: "ui" and each experiment name -> URL
+    verdicts: dict[str, str]  # each experiment name -> the verdict printed above its link
     started: float  # when `hypotrack ui` was started (time.monotonic)
     url_after: float  # seconds until it printed the URL
     shots: Path
@@ -87,13 +89,31 @@ class Session:
     def screenshot(self, name: str) -> None:
         path = self.shots / f"{name}.png"
         self.driver.save_screenshot(str(path))
-        keep = os.environ.get("HYPOTRACK_TEST_ARTIFACTS")
-        if keep:
-            Path(keep).mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, Path(keep) / path.name)
+        reports = os.environ.get("HYPOTRACK_TEST_REPORTS") or ("test-reports" if os.environ.get("CI") else None)
+        if reports:
+            keep = Path(reports) / "ui-browser"
+            keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, keep / path.name)
+
+    def click(self, xpath: str) -> str:
+        """Click once the element shows, as a user would, through MLflow's popups (the GenAI view opens one over
+        the page); the URL the click leads to."""
+        from selenium.webdriver.support import expected_conditions
+        from selenium.webdriver.support.wait import WebDriverWait
+
+        before = self.driver.current_url
+        element = WebDriverWait(self.driver, PAGE_TIMEOUT).until(
+            expected_conditions.presence_of_element_located(("xpath", xpath)))
+        self.driver.execute_script("arguments[0].click()", element)
+        WebDriverWait(self.driver, PAGE_TIMEOUT).until(lambda driver: driver.current_url != before)
+        time.sleep(2)  # MLflow settles the URL's own parameters
+        return self.driver.current_url
 
     def run_named(self, name: str):
         return next(r for r in self.runs if r.info.run_name == name or r.info.run_name.startswith(name))
+
+    def parent(self):
+        return next(r for r in self.runs if r.data.tags.get("hypotrack.kind") == "test")
 
 
 def _free_port() -> int:
@@ -118,15 +138,20 @@ def ui(tmp_path_factory, toy_cache: Path):
     started = time.monotonic()
     server = start_cli(["ui", "--port", str(_free_port())], env, tmp)
     links: dict[str, str] = {}
-    line = server.stdout.readline()
-    while line and "the links above" not in line:
+    verdicts: dict[str, str] = {}
+    line, name = server.stdout.readline(), None
+    while line and "'Model training'" not in line:  # the hint closes the list
         if match := re.match(r"MLflow UI for \S+: (http://\S+)", line):
             links["ui"] = match.group(1)
-        elif match := re.match(r"\s+(hypotrack/\S+): (http://\S+)", line):
-            links[match.group(1)] = match.group(2)
+        elif match := re.match(r"  (hypotrack/\S+): (.+)", line):
+            name, verdicts[match.group(1)] = match.group(1), match.group(2)
+        elif (match := re.match(r"    (http://\S+)", line)) and name:
+            links[name] = match.group(1)
         line = server.stdout.readline()
+    hint = line
     url_after = time.monotonic() - started
     assert "ui" in links and "hypotrack/h06" in links, f"hypotrack ui printed {links}"
+    assert "click 'Model training' at the top left once" in hint
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
@@ -135,7 +160,7 @@ def ui(tmp_path_factory, toy_cache: Path):
     driver = webdriver.Chrome(service=webdriver.ChromeService(str(CHROMEDRIVER)), options=options)
     shots = tmp / "screenshots"
     shots.mkdir()
-    session = Session(driver, links, started, url_after, shots, mlflow_runs(tmp))
+    session = Session(driver, links, verdicts, started, url_after, shots, mlflow_runs(tmp))
     session.timings["browser_ready_s"] = round(time.monotonic() - started, 1)
     try:
         yield session
@@ -151,38 +176,64 @@ def ui(tmp_path_factory, toy_cache: Path):
         print(f"\nhypotrack ui, seconds from its start: {timings}; screenshots in {shots}")
 
 
-def test_the_link_opens_the_model_training_view_with_the_arms_compared(ui: Session) -> None:
-    body = ui.open(ui.links["hypotrack/h06"], "arms/outcome/reward", "Runs", name="experiment-charts")
-    ui.timings["experiment_page_rendered_s"] = round(time.monotonic() - ui.started, 1)
-    assert "Model training" in body
+def test_the_link_shows_both_arms_on_one_reward_chart(ui: Session) -> None:
+    parent = ui.parent()
+    assert ui.verdicts["hypotrack/h06"] == parent.data.tags["hypotrack.headline"]  # printed above the link
+    test_id = parent.data.tags["hypotrack.test"]
+    body = ui.open(ui.links["hypotrack/h06"], f"Arms compared (test {test_id[:5]}", "control (reward)",
+                   "treatment (reward)", name="test-arms-compared")
+    ui.timings["both_arms_on_one_chart_s"] = round(time.monotonic() - ui.started, 1)
+    assert "Model training" in body and "Group by: hypotrack.arm" in body
     for genai_only in ("Judges", "Sessions", "Evaluation runs"):
         assert genai_only not in body, f"the experiment opened in MLflow's GenAI view ({genai_only!r} on the page)"
-    signature = sorted({key.rsplit("/", 1)[0] for key in ui.run_named("h06 test").data.metrics
-                        if key.startswith("arms/signature/")})
-    assert signature and signature[0] in body  # a metric the criteria read, its arms side by side
-    assert ui.driver.find_elements("css selector", ".js-plotly-plot"), "no chart on the experiment page"
+    assert "h06: LoRA weight sync" in body  # the experiment's description: the hypothesis
+    section = body.split("Arms compared", 1)[1]
+    first_chart = section.split("task_reward", 1)[0]  # the reward chart comes first, both arms on it
+    assert "reward" in first_chart and "control (reward)" in first_chart and "treatment (reward)" in first_chart
+    assert "ctrl s0" in body and "treat s1" in body  # short run names, whole
+    assert ui.driver.find_elements("css selector", ".js-plotly-plot"), "no chart on the page"
+
+
+def test_the_runs_list_shows_the_verdict_and_each_arm_its_own_duration(ui: Session) -> None:
     table = ui.links["hypotrack/h06"].replace("compareRunsMode=CHART", "compareRunsMode=TABLE")
-    ui.open(table, "Dataset", "toy-arith", name="experiment-table")  # the parent row lists its arms' data
+    headline = ui.parent().data.tags["hypotrack.headline"]
+    body = ui.open(table, "hypotrack.headline", headline[:40], name="test-runs-list")
+    assert body.count(headline[:40]) >= 4  # on every arm run
+    arm = ui.run_named("treat s0")
+    assert arm.data.tags["hypotrack.verdict"] == ui.parent().data.tags["hypotrack.verdict"]
+    arm_seconds = (arm.info.end_time - arm.info.start_time) / 1000
+    test_seconds = (ui.parent().info.end_time - ui.parent().info.start_time) / 1000
+    assert 0 < arm_seconds < test_seconds
 
 
-def test_the_parent_run_shows_the_verdict_the_reward_chart_and_the_data(ui: Session) -> None:
-    parent = ui.run_named("h06 test")
+def test_the_hint_says_how_to_stay_in_the_training_view(ui: Session) -> None:
+    ui.open(ui.links["hypotrack/h06"], "Arms compared", name="before-the-click")
+    assert "workflowType=genai" in ui.click("//a[normalize-space(.)='h06']")  # MLflow's own link: as the hint warns
+    ui.screenshot("breadcrumb-opens-genai")
+    assert "workflowType=machine_learning" in ui.click("//*[normalize-space(text())='Model training']")
+    ui.click("//a[normalize-space(.)='Experiments']")
+    # clicked once, the browser keeps it: MLflow's own links now open the training view
+    listed = "//a[normalize-space(.)='hypotrack/h06' and contains(@href, '/experiments/')]"  # not the sidebar's
+    assert "workflowType=machine_learning" in ui.click(listed)
+    ui.screenshot("after-model-training-once")
+
+
+def test_the_parent_run_shows_the_verdict_and_the_data(ui: Session) -> None:
+    parent = ui.parent()
     base = ui.links["ui"].split("/#/")[0]
     page = f"{base}/#/experiments/{parent.info.experiment_id}/runs/{parent.info.run_id}"
-    charts = ui.open(f"{page}/model-metrics?workflowType=machine_learning", "arms/outcome/reward", "control",
-                     "treatment", "delta", name="parent-model-metrics")
-    assert "arms/outcome/task_reward" in charts
     overview = ui.open(f"{page}?workflowType=machine_learning", "Datasets", "toy-arith", name="parent-overview")
     assert "hypotrack run h06 --no-peft" in overview  # Source: the command line
-    assert f"{parent.data.tags['hypotrack.verdict'].capitalize()}, confidence" in overview
+    verdict = parent.data.tags["hypotrack.verdict"]
+    assert f"{verdict.capitalize()}, confidence" in overview or f"{verdict.capitalize()}: h06" in overview
     treatment = parent.data.params["treatment"]  # every setting h06 changes, in words
     assert treatment.startswith("full fine-tuning instead of LoRA; learning_rate ") and treatment in overview
 
 
 def test_an_arm_run_says_what_it_is_and_what_it_trained_on(ui: Session) -> None:
-    arm = ui.run_named("treatment-seed0")
+    arm = ui.run_named("treat s0")
     base = ui.links["ui"].split("/#/")[0]
     body = ui.open(f"{base}/#/experiments/{arm.info.experiment_id}/runs/{arm.info.run_id}?workflowType=machine_learning",
                    "treatment arm of h06", "toy-arith", name="arm-overview")
-    assert f"Changes from control: {ui.run_named('h06 test').data.params['treatment']}." in body
+    assert f"Changes from control: {ui.parent().data.params['treatment']}." in body
     assert "Parent run" in body and "hypotrack run h06 --no-peft" in body

@@ -19,16 +19,22 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+import uuid
+from dataclasses import dataclass
 
 from hypotrack.errors import HypotrackError
+from hypotrack.mlflow_names import Tags
 
-# MLflow 3.17's UI shows every experiment in one mode for the whole browser: GenAI until the user picks
-# "Model training" at the top left (the browser remembers it). This URL parameter opens a page in the
-# model-training view, where runs, metrics and datasets live, but the UI's own links do not carry it.
+# MLflow 3.17's UI shows every experiment in one mode for the whole browser: GenAI until the user clicks
+# "Model training" at the top left, which the browser then remembers. This URL parameter opens one page in
+# the model-training view, where runs, metrics and datasets live, but the UI's own links do not carry it:
+# the first click inside the UI falls back to GenAI until "Model training" has been clicked once.
 MODEL_TRAINING_VIEW = "workflowType=machine_learning"
-VIEW_HINT = ("MLflow shows experiments as GenAI apps until 'Model training' is picked at the top left "
-             "(the browser remembers it); the links above open in it.")
-LISTED_EXPERIMENTS = 5
+VIEW_HINT = ("The links open MLflow's model-training view, but MLflow's own links (an experiment, a run, "
+             "Compare) open its GenAI view until you click 'Model training' at the top left once; "
+             "this browser keeps it from then on.")
+VERDICT_WORDS = {"not_applicable": "not applicable"}  # a status as MLflow shows it; the others read as they are
+ARMS_SECTION = "Arms compared"
 START_TIMEOUT = 180.0  # seconds for the server's first answer; a loaded 2-core machine needs 10-40
 
 
@@ -36,12 +42,50 @@ def default_tracking_uri() -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or "sqlite:///mlflow.db"
 
 
-def experiment_url(base: str, experiment_id: str | None = None, charts: bool = False) -> str:
-    """A UI page in the model-training view: the experiments, or one experiment's runs (or charts)."""
+def experiment_url(base: str, experiment_id: str | None = None, charts: bool = False, view: str | None = None) -> str:
+    """A UI page in the model-training view: the experiments, or one experiment's runs (or charts), optionally
+    in a saved view (a test's arms compared: see arms_view)."""
     if experiment_id is None:
         return f"{base}/#/experiments?{MODEL_TRAINING_VIEW}"
+    shared = f"viewStateShareKey={view}&" if view else ""
     mode = "&compareRunsMode=CHART" if charts else ""
-    return f"{base}/#/experiments/{experiment_id}/runs?{MODEL_TRAINING_VIEW}{mode}"
+    return f"{base}/#/experiments/{experiment_id}/runs?{shared}{MODEL_TRAINING_VIEW}{mode}"
+
+
+def verdict_word(status: str) -> str:
+    return VERDICT_WORDS.get(status, status)
+
+
+# ------------------------------------------------------------------ a test's arms compared, as an MLflow view
+
+
+def view_key(test_id: str) -> str:
+    return f"hypotrack-test-{test_id}"
+
+
+def arms_view(test_id: str, metrics: list[str]) -> dict:
+    """The experiment page showing one test: its arm runs grouped by arm (one colour per arm, the mean over
+    seeds with the min-max band), a first chart section with one chart per compared metric, the verdict column.
+
+    MLflow's "share view" state (uiState and search facets of the experiment page); the UI adds charts for the
+    other metrics in their own sections after this one.
+    """
+    section = str(uuid.uuid4())
+    charts = [{"uuid": str(uuid.uuid4()), "type": "LINE", "metricKey": metric, "displayName": metric,
+               "metricSectionId": section, "runsCountToCompare": 10, "deleted": False, "isGenerated": True,
+               "lineSmoothness": 0, "scaleType": "linear", "xAxisScaleType": "linear", "xAxisKey": "step",
+               "selectedXAxisMetricKey": "", "yAxisKey": "metric", "yAxisExpressions": [], "range": {},
+               "ignoreOutliers": False, "useGlobalXaxisKey": True, "useGlobalLineSmoothing": True}
+              for metric in metrics]
+    return {
+        "searchFilter": f"tags.`{Tags.TEST}` = '{test_id}' and tags.`{Tags.KIND}` = 'arm'",
+        "groupBy": {"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": Tags.ARM}]},
+        "useGroupedValuesInCharts": True, "runsHiddenMode": "SHOW_ALL", "hideEmptyCharts": True,
+        "compareRunSections": [{"uuid": section, "name": f"{ARMS_SECTION} (test {test_id})", "display": True,
+                                "isReordered": False, "deleted": False, "isGenerated": False}],
+        "compareRunCharts": charts, "isAccordionReordered": True,
+        "selectedColumns": [f"tags.`{Tags.HEADLINE}`"],  # beside the name, created and duration: in view
+    }
 
 
 def start(tracking_uri: str | None, port: int, timeout: float = START_TIMEOUT) -> tuple[subprocess.Popen, str]:
@@ -93,20 +137,70 @@ def wait_until_answers(process: subprocess.Popen, base: str, port: int, timeout:
     raise HypotrackError(f"the MLflow server did not answer on {base} within {timeout:.0f} s")
 
 
-def hypotrack_experiments(base: str) -> list[tuple[str, str]]:
-    """(id, name) of the store's hypotrack experiments, most recently updated first, asked of the running server."""
-    query = urllib.parse.urlencode({"max_results": 1000, "order_by": "last_update_time DESC"})
+@dataclass(frozen=True)
+class Listed:
+    """A hypotrack experiment as `hypotrack ui` lists it: its latest test and that test's verdict."""
+
+    experiment_id: str
+    name: str
+    test_id: str | None = None
+    verdict: str | None = None  # the latest test's headline (or status), "running" before it has one
+
+    def url(self, base: str) -> str:
+        return experiment_url(base, self.experiment_id, charts=True,
+                              view=view_key(self.test_id) if self.test_id else None)
+
+
+def _api(base: str, path: str, body: dict | None = None) -> dict:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"{base}/api/2.0/mlflow/{path}", data=data,
+                                     headers={"Content-Type": "application/json"} if data else {})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+
+def hypotrack_experiments(base: str) -> list[Listed]:
+    """The store's hypotrack experiments by name, each with its latest test, asked of the running server."""
+    query = urllib.parse.urlencode({"max_results": 1000})
     try:
-        with urllib.request.urlopen(f"{base}/api/2.0/mlflow/experiments/search?{query}", timeout=30) as response:
-            found = json.load(response).get("experiments", [])
+        found = _api(base, f"experiments/search?{query}").get("experiments", [])
     except (OSError, ValueError):
         return []  # the links are a convenience: the UI itself is up
-    return [(e["experiment_id"], e["name"]) for e in found if e["name"].startswith("hypotrack/")
-            or any(tag.get("key") == "hypotrack.store_dir" for tag in e.get("tags", []))]
+    ours = sorted((e for e in found if e["name"].startswith("hypotrack/")
+                   or any(tag.get("key") == Tags.STORE_DIR for tag in e.get("tags", []))), key=lambda e: e["name"])
+    return [latest_test(base, e["experiment_id"], e["name"]) for e in ours]
 
 
-def serve(tracking_uri: str | None, port: int, wait: bool = True) -> subprocess.Popen:
-    """Start the UI, print its URL once it answers, and (with `wait`) serve until Ctrl-C or SIGTERM."""
+def latest_test(base: str, experiment_id: str, name: str) -> Listed:
+    try:
+        runs = _api(base, "runs/search", {"experiment_ids": [experiment_id], "max_results": 1,
+                                          "filter": f"tags.`{Tags.KIND}` = 'test'",
+                                          "order_by": ["attributes.start_time DESC"]}).get("runs", [])
+    except (OSError, ValueError):
+        runs = []
+    if not runs:
+        return Listed(experiment_id, name)
+    tags = {tag["key"]: tag["value"] for tag in runs[0]["data"].get("tags", [])}
+    status = tags.get(Tags.VERDICT)
+    verdict = tags.get(Tags.HEADLINE) or (verdict_word(status) if status else None)
+    if verdict is None:
+        verdict = "running" if runs[0]["info"].get("status") == "RUNNING" else "no verdict"
+    return Listed(experiment_id, name, tags.get(Tags.TEST), verdict)
+
+
+def pick(experiments: list[Listed], wanted: str) -> list[Listed]:
+    """--experiment: a hypothesis id (h06), an experiment name or an MLflow experiment id."""
+    chosen = [e for e in experiments if wanted in (e.experiment_id, e.name, e.name.removeprefix("hypotrack/"))]
+    if not chosen:
+        known = ", ".join(e.name.removeprefix("hypotrack/") for e in experiments) or "none yet"
+        raise HypotrackError(f"--experiment {wanted}: no hypotrack experiment of that name, hypothesis or id in this "
+                             f"store (it has: {known})")
+    return chosen
+
+
+def serve(tracking_uri: str | None, port: int, wait: bool = True, experiment: str | None = None) -> subprocess.Popen:
+    """Start the UI, print its URL and each hypothesis experiment's latest verdict and link once it answers,
+    and (with `wait`) serve until Ctrl-C or SIGTERM. `experiment` lists that one alone."""
     uri = tracking_uri or default_tracking_uri()
 
     # Started from scripts or as a background job, SIGINT may arrive ignored; handle both
@@ -128,8 +222,10 @@ def serve(tracking_uri: str | None, port: int, wait: bool = True) -> subprocess.
     try:
         print(f"MLflow UI for {uri}: {experiment_url(base)}  (Ctrl-C to stop)", flush=True)
         experiments = hypotrack_experiments(base)
-        for experiment_id, name in experiments[:LISTED_EXPERIMENTS]:
-            print(f"  {name}: {experiment_url(base, experiment_id, charts=True)}", flush=True)
+        if experiment:
+            experiments = pick(experiments, experiment)
+        for listed in experiments:
+            print(f"  {listed.name}: {listed.verdict or 'no test yet'}\n    {listed.url(base)}", flush=True)
         if experiments:
             print(VIEW_HINT, flush=True)
         if not wait:

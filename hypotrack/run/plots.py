@@ -35,17 +35,6 @@ def arm_means(arms: list["ArmState"], metric: str) -> dict[str, list[ArmPoint]]:
     return out
 
 
-def paired_delta(arms: list["ArmState"], metric: str) -> list[tuple[int, float]]:
-    """Treatment minus control per step, paired by seed and averaged over the seeds both arms logged."""
-    control = {a.spec.seed: dict(a.series.get(metric, [])) for a in arms if a.spec.arm == "control"}
-    treatment = {a.spec.seed: dict(a.series.get(metric, [])) for a in arms if a.spec.arm == "treatment"}
-    differences: dict[int, list[float]] = {}
-    for seed in control.keys() & treatment.keys():
-        for step in control[seed].keys() & treatment[seed].keys():
-            differences.setdefault(step, []).append(treatment[seed][step] - control[seed][step])
-    return [(step, sum(values) / len(values)) for step, values in sorted(differences.items())]
-
-
 def reward_curves(arms: list["ArmState"], metric: str = "reward"):  # noqa: ANN201 - a matplotlib Figure or None
     """Mean over seeds per arm, with the min-max band across seeds."""
     import matplotlib

@@ -1,19 +1,22 @@
 """What a test records in MLflow besides the streamed metrics: the plan, each arm's inputs and files, the outcome.
 
-What a user sees in the MLflow UI follows from it: every run says what it is in its description (the
-nested runs: arm, what it changes, seed, test; the parent: the verdict headline and the treatment in
-words), each arm run lists the data it trained on as a dataset input, and the parent run carries the
-arms compared per step (`arms/outcome|signature/<metric>/control|treatment|delta`, means over seeds),
-so its charts show the comparison without expanding the nested runs.
+What a user sees in the MLflow UI follows from it: the experiment's description is the hypothesis's title
+and statement; every run says what it is in its description (the nested runs: arm, what it changes, seed,
+test; the parent: the verdict headline, the treatment in words and the evidence) and carries the verdict
+headline as a tag; each arm run lists the data it trained on as a dataset input, has a short name and its
+own start and end; and the experiment holds a saved view of each test (mlflow_ui.arms_view): the arm runs
+grouped by arm, one chart per outcome and per metric the criteria read, both arms on each.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hypotrack.mlflow_names import Tags, command_line
+from hypotrack.run.mlflow_ui import arms_view, verdict_word, view_key
 from hypotrack.run.plan import config_hash
 
 if TYPE_CHECKING:
@@ -22,13 +25,14 @@ if TYPE_CHECKING:
     from hypotrack.spec.models import Hypothesis
     from hypotrack.verdict import Verdict
 
-# The parent run's per-step comparison, in the verdict's two questions: the outcome (these rewards, when
-# the arms log them, and the metric the treatment effect is measured on) and the signature (the metrics
-# the hypothesis's criteria read). Each as arms/<question>/<metric>/<arm>, and .../delta (treatment minus
-# control, paired by seed). MLflow's chart view makes one section per metric with the arms side by
-# side, sections in alphabetical order: "outcome" comes first.
+# The arms compared, in the verdict's two questions: the outcome (these rewards, when the arms log them,
+# and the metric the treatment effect is measured on) and the signature (the metrics the criteria read).
 OUTCOME_METRICS = ("reward", "task_reward")
-ARM_SERIES_PREFIX = "arms"
+SHORT_ARM_NAMES = {"control": "ctrl", "treatment": "treat"}  # run names the runs list shows whole
+# What the UI's markdown would take for markup in text hypotrack did not write (titles, statements, evidence):
+# HTML-like <tags>, emphasis, code, links, tables. An underscore inside a word (reference_column) is no markup,
+# and the experiments list shows descriptions as raw text: those stay as written.
+MARKDOWN_SPECIAL = re.compile(r"([\\`*{}\[\]<>#|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9]))")
 # ArmSpec fields that say where and how a worker runs, not what it trains.
 NOT_A_SETTING = {"hypothesis_id", "test_id", "arm", "seed", "output_dir", "threads", "experiment_dir"}
 
@@ -51,8 +55,15 @@ def log_plan(tracker, parent_id: str, hypothesis: "Hypothesis", hypothesis_file:
         "flags": flags, "launcher": launcher, "treatment": "; ".join(changes) if changes else "none",
     })
     tracker.set_tags(parent_id, {Tags.NOTE: parent_description(hypothesis, arms, "**Running**")})
+    experiment_id = tracker.experiment_of(parent_id)
+    tracker.describe_experiment(experiment_id, experiment_description(hypothesis))
     for arm in arms:
         tracker.set_tags(arm.run_id, {Tags.NOTE: arm_description(hypothesis, arm.spec, arms)})
+        tracker.rename_run(arm.run_id, short_name(arm.spec))
+    if arms:
+        criteria = [criterion.metric for _, _, criterion in hypothesis.criteria.all_criteria()]
+        metrics = list(dict.fromkeys([*OUTCOME_METRICS, *criteria]))
+        tracker.save_view(experiment_id, view_key(arms[0].spec.test_id), arms_view(arms[0].spec.test_id, metrics))
     tracker.log_artifact(parent_id, hypothesis_file, "hypothesis")
     tracker.log_dict(parent_id, {a.spec.key: a.spec.model_dump() for a in arms}, "resolved/arms.json")
     for arm in arms:
@@ -76,7 +87,7 @@ def upload_arm(tracker, run_id: str, arm_dir: Path) -> None:  # noqa: ANN001
         except Exception as exc:  # noqa: BLE001 - a table is a nice-to-have
             tracker.set_tags(run_id, {Tags.SAMPLES_ERROR: str(exc)[:500]})
     for path in sorted(artifacts.glob("*")) if artifacts.is_dir() else []:
-        if path.name != "samples.json":
+        if path.name not in ("samples.json", "grpo_config.json"):  # the config is logged as resolved/grpo_config.json
             tracker.log_artifact(run_id, path, "diagnostics" if path.suffix in (".html", ".png") else "outputs")
     tracker.log_artifact(run_id, arm_dir / "spec.json", "resolved")
     for name in ("worker.log", "events.jsonl", "traceback.txt"):
@@ -84,17 +95,25 @@ def upload_arm(tracker, run_id: str, arm_dir: Path) -> None:  # noqa: ANN001
 
 
 def log_outcome(tracker, parent_id: str, arms: list["ArmState"], verdict: "Verdict", out_root: Path) -> None:  # noqa: ANN001
+    from hypotrack.run.lifecycle import MLFLOW_STATUS
     from hypotrack.run.plots import reward_curves
 
     run_ids = {arm.spec.key: arm.run_id for arm in arms}
     tracker.log_dict(parent_id, verdict.evidence(run_ids), "verdict.json")
-    tracker.set_tags(parent_id, {Tags.VERDICT: verdict.status,
-                                 Tags.CONFIDENCE: verdict.confidence if verdict.confidence is not None else "",
+    verdict_tags = {Tags.VERDICT: verdict_word(verdict.status), Tags.HEADLINE: headline(verdict),
+                    Tags.CONFIDENCE: verdict.confidence if verdict.confidence is not None else ""}
+    tracker.set_tags(parent_id, {**verdict_tags,
                                  Tags.NOTE: outcome_description(tracker.tag(parent_id, Tags.NOTE), verdict)})
+    for arm in arms:  # each arm run shows the verdict too (the runs list groups them by arm), and its own times
+        tracker.set_tags(arm.run_id, verdict_tags)
+        tracker.end(arm.run_id, MLFLOW_STATUS.get(arm.status, "FAILED"), arm.started, arm.ended)
     if verdict.confidence is not None:
         tracker.log_metrics(parent_id, {"verdict_confidence": verdict.confidence}, 0)
-    for question, metrics in compared_metrics(verdict).items():
-        log_arm_series(tracker, parent_id, arms, metrics, f"{ARM_SERIES_PREFIX}/{question}")
+    if arms:
+        compared = compared_metrics(verdict)
+        test_id = arms[0].spec.test_id
+        tracker.save_view(tracker.experiment_of(parent_id), view_key(test_id),
+                          arms_view(test_id, compared["outcome"] + compared["signature"]))
     tracker.gather_datasets(parent_id, [arm.run_id for arm in arms if arm.run_id])
     out_root.mkdir(parents=True, exist_ok=True)
     figure = reward_curves(arms)
@@ -139,9 +158,32 @@ def spec_changes(control: "ArmSpec", other: "ArmSpec") -> list[str]:
     return changes
 
 
+def escape_markdown(text: str) -> str:
+    """Text shown as written in the UI's markdown (`reference_column: <column>` keeps its `<column>`)."""
+    return MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def headline(verdict: "Verdict") -> str:
+    """The verdict in one line (the runs list's column): the verdict's own headline, else its summary."""
+    line = getattr(verdict, "headline", None) or verdict.summary
+    word = verdict_word(verdict.status)
+    return word + line[len(verdict.status):] if line.startswith(verdict.status) else line
+
+
+def short_name(spec: "ArmSpec") -> str:
+    """An arm run's name, short enough for the runs list and a chart legend: `treat s1`."""
+    return f"{SHORT_ARM_NAMES.get(spec.arm, spec.arm)} s{spec.seed}"
+
+
+def experiment_description(hypothesis: "Hypothesis") -> str:
+    """The hypothesis's title and statement: the experiments list and the experiment page show them."""
+    return f"{hypothesis.id}: {escape_markdown(hypothesis.title)}\n\n{escape_markdown(hypothesis.statement.strip())}"
+
+
 def arm_description(hypothesis: "Hypothesis", spec: "ArmSpec", arms: list["ArmState"]) -> str:
     """A nested run's description: which arm, what it changes, seed, test."""
-    what = f"**{spec.arm}** arm of {hypothesis.id} ({hypothesis.title}), seed {spec.seed}, test {spec.test_id}."
+    what = (f"**{spec.arm}** arm of {hypothesis.id} ({escape_markdown(hypothesis.title)}), seed {spec.seed}, "
+            f"test {spec.test_id}.")
     control = next((a.spec for a in arms if a.spec.arm == "control"), None)
     if spec.arm == "control":
         what += f" The user's run: experiment `{spec.experiment_name}` as declared."
@@ -160,33 +202,31 @@ def arm_description(hypothesis: "Hypothesis", spec: "ArmSpec", arms: list["ArmSt
 def parent_description(hypothesis: "Hypothesis", arms: list["ArmState"], headline: str) -> str:
     """The parent run's description: headline, then the comparison the test makes and the command."""
     specs = [a.spec for a in arms]
-    title = f"{headline}: {hypothesis.id} {hypothesis.title}"
+    title = f"{headline}: {hypothesis.id} {escape_markdown(hypothesis.title)}"
     if not specs:  # the run does not meet the hypothesis's requirements: the verdict says which
         return "\n\n".join([title, "No arm trained.", f"`{command_line()}`."])
     changes = treatment_changes(specs)
     seeds = ", ".join(str(s) for s in sorted({s.seed for s in specs}))
     arm_names = sorted({s.arm for s in specs})
+    both = len(arm_names) > 1
     comparison = (f"**Treatment**: {'; '.join(changes) if changes else 'the same settings as control'}. "
                   f"**Control**: experiment `{specs[0].experiment_name}` as declared."
-                  if len(arm_names) > 1 else f"Arm: {', '.join(arm_names)} of experiment `{specs[0].experiment_name}`.")
-    return "\n\n".join([
-        title,
-        comparison,
-        f"Seeds {seeds}; test {specs[0].test_id}; `{command_line()}`.",
-        f"Charts: `{ARM_SERIES_PREFIX}/outcome/<metric>/...` (rewards) and `{ARM_SERIES_PREFIX}/signature/<metric>/...` "
-        "(what the criteria read) compare `control`, `treatment` and `delta` (treatment minus control, paired by "
-        "seed), each a mean over seeds; the nested runs hold each seed.",
-    ])
+                  if both else f"Arm: {', '.join(arm_names)} of experiment `{specs[0].experiment_name}`.")
+    charts = ("Charts: the experiment's view of this test (the link `hypotrack ui` prints) groups the arm runs by "
+              "arm: each chart shows " + ("both arms, " if both else f"the {arm_names[0]} arm, ") +
+              "the mean over seeds with the band from the lowest to the highest seed; the nested runs hold each seed.")
+    return "\n\n".join([title, comparison, f"Seeds {seeds}; test {specs[0].test_id}; `{command_line()}`.", charts])
 
 
 def outcome_description(plan_description: str | None, verdict: "Verdict") -> str:
     """The plan's description with the verdict as its headline, and the verdict's summary after the
     comparison (the UI folds long descriptions: the headline and the treatment stay in view)."""
     confidence = f", confidence {verdict.confidence:.2f}" if verdict.confidence is not None else ""
-    headline = f"**{verdict.status.capitalize()}**{confidence}"
+    status = f"**{verdict_word(verdict.status).capitalize()}**{confidence}"
     parts = (plan_description or "").split("\n\n")
     title = parts[0].split(": ", 1)[1] if ": " in parts[0] else ""
-    return "\n\n".join([f"{headline}: {title}".rstrip(": "), *parts[1:2], verdict.summary, *parts[2:]])
+    # The one-line headline is the runs list's column; here the whole evidence, once.
+    return "\n\n".join([f"{status}: {title}".rstrip(": "), *parts[1:2], escape_markdown(verdict.summary), *parts[2:]])
 
 
 def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -207,7 +247,7 @@ def _value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
-# ------------------------------------------------------------------ the arms compared on the parent run
+# ------------------------------------------------------------------ the arms compared
 
 
 def compared_metrics(verdict: "Verdict") -> dict[str, list[str]]:
@@ -216,22 +256,6 @@ def compared_metrics(verdict: "Verdict") -> dict[str, list[str]]:
     outcome = list(dict.fromkeys(name for name in (*OUTCOME_METRICS, getattr(effect, "metric", None)) if name))
     signature = [name for name in dict.fromkeys(r.criterion.metric for r in verdict.results) if name not in outcome]
     return {"outcome": outcome, "signature": signature}
-
-
-def log_arm_series(tracker, parent_id: str, arms: list["ArmState"], metrics: list[str], prefix: str) -> None:  # noqa: ANN001
-    """Per step, each arm's mean over seeds (and treatment minus control) as the parent run's own metrics:
-    `<prefix>/<metric>/<arm>` and `<prefix>/<metric>/delta`."""
-    from hypotrack.run.plots import arm_means, paired_delta
-
-    by_step: dict[int, dict[str, float]] = {}
-    for metric in metrics:
-        for arm, curve in arm_means(arms, metric).items():
-            for point in curve:
-                by_step.setdefault(point.step, {})[f"{prefix}/{metric}/{arm}"] = point.mean
-        for step, value in paired_delta(arms, metric):
-            by_step.setdefault(step, {})[f"{prefix}/{metric}/delta"] = value
-    for step, values in sorted(by_step.items()):
-        tracker.log_metrics(parent_id, values, step)
 
 
 # ------------------------------------------------------------------ what an arm trained on
