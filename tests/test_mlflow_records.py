@@ -135,7 +135,7 @@ def test_dataset_sources_use_mlflows_formats(tmp_path: Path) -> None:
 
 def test_a_test_is_one_view_of_its_arms_and_every_run_shows_the_verdict(tracker: Tracker, tmp_path: Path) -> None:
     experiment_id = tracker.experiment_id("hypotrack/h06")
-    parent = tracker.create_run(experiment_id, "h06 test t1", {Tags.TEST: "t1", Tags.KIND: "test"})
+    parent = tracker.create_run(experiment_id, "h06 test t1", {Tags.HYPOTHESIS: "h06", Tags.TEST: "t1", Tags.KIND: "test"})
     arms = []
     for spec, rewards in ((arm_spec("control", 0), [0.2, 0.4]), (arm_spec("control", 1), [0.4, 0.6]),
                           (treated(0), [0.5, 0.9]), (treated(1), [0.3, 0.7])):
@@ -172,6 +172,7 @@ def test_a_test_is_one_view_of_its_arms_and_every_run_shows_the_verdict(tracker:
     assert view["searchFilter"] == "tags.`hypotrack.test` = 't1' and tags.`hypotrack.kind` = 'arm'"
     assert [chart["metricKey"] for chart in view["compareRunCharts"]] == [
         "reward", "task_reward", "diag/lora_sync/logp_gap_max"]
+    assert tracker.client.get_run(parent).info.run_name == "h06 invalidated t1"  # the verdict in the runs list
     description = tracker.client.get_run(parent).data.tags[Tags.NOTE]
     assert "gap \\<= 0.001 on every seed" in description  # the evidence, escaped
     assert not any(key.startswith("arms/") for key in tracker.client.get_run(parent).data.metrics)

@@ -104,6 +104,8 @@ def log_outcome(tracker, parent_id: str, arms: list["ArmState"], verdict: "Verdi
                     Tags.CONFIDENCE: verdict.confidence if verdict.confidence is not None else ""}
     tracker.set_tags(parent_id, {**verdict_tags,
                                  Tags.NOTE: outcome_description(tracker.tag(parent_id, Tags.NOTE), verdict)})
+    tracker.rename_run(parent_id, decided_name(tracker.tag(parent_id, Tags.HYPOTHESIS) or "", verdict,
+                                               tracker.tag(parent_id, Tags.TEST) or ""))
     for arm in arms:  # each arm run shows the verdict too (the runs list groups them by arm), and its own times
         tracker.set_tags(arm.run_id, verdict_tags)
         tracker.end(arm.run_id, MLFLOW_STATUS.get(arm.status, "FAILED"), arm.started, arm.ended)
@@ -168,6 +170,11 @@ def headline(verdict: "Verdict") -> str:
     line = getattr(verdict, "headline", None) or verdict.summary
     word = verdict_word(verdict.status)
     return word + line[len(verdict.status):] if line.startswith(verdict.status) else line
+
+
+def decided_name(hypothesis_id: str, verdict: "Verdict", test_id: str) -> str:
+    """A decided test's run name, the verdict first so that the runs list shows it: `h06 invalidated 154bf2`."""
+    return " ".join(part for part in (hypothesis_id, verdict_word(verdict.status), test_id[:6]) if part)
 
 
 def short_name(spec: "ArmSpec") -> str:
