@@ -56,3 +56,62 @@ def test_ui_prints_its_url_once_it_answers_and_stops_its_whole_group(tmp_path: P
     finally:
         if ui.poll() is None:
             ui.kill()
+
+
+def test_ui_lists_each_hypothesis_experiment_with_its_latest_verdict(tmp_path: Path) -> None:
+    """Every hypotrack experiment, with the latest test's verdict headline over a link to that test's view;
+    `--experiment` picks one, and one the store lacks is an error naming the flag."""
+    from hypotrack.mlflow_names import Tags
+    from hypotrack.tracking import Tracker
+
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracker = Tracker(store)
+    headlines = {"h06": "invalidated: lora_sync/gen_adapter_active_share 1 >= 0.99", "h13": None}
+    for hypothesis, headline in headlines.items():
+        experiment = tracker.experiment_id(f"hypotrack/{hypothesis}")
+        for test_id in ("old000", "new111"):  # the newer test is the one listed
+            run = tracker.create_run(experiment, f"{hypothesis} test {test_id}",
+                                     {Tags.KIND: "test", Tags.TEST: test_id, Tags.HYPOTHESIS: hypothesis})
+            time.sleep(0.01)
+            if headline:
+                tracker.set_tags(run, {Tags.VERDICT: "invalidated", Tags.HEADLINE: f"{headline} ({test_id})"})
+    tracker.client.create_experiment("someone else's")  # not hypotrack's: not listed
+
+    def listing(*args: str) -> tuple[int, str]:
+        ui = subprocess.Popen([sys.executable, "-m", "hypotrack.cli", "ui", "--tracking-uri", store,
+                               "--port", str(_free_port()), *args],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        lines = []
+        try:
+            for line in ui.stdout:
+                lines.append(line)
+                if "'Model training'" in line:
+                    ui.send_signal(signal.SIGTERM)
+                    break
+            return ui.wait(timeout=60), "".join(lines)
+        finally:
+            if ui.poll() is None:
+                ui.kill()
+
+    _, printed = listing()
+    assert f"  hypotrack/h06: {headlines['h06']} (new111)\n" in printed
+    assert "viewStateShareKey=hypotrack-test-new111&workflowType=machine_learning&compareRunsMode=CHART" in printed
+    assert "  hypotrack/h13: running\n" in printed  # a test without a verdict yet
+    assert "someone else's" not in printed
+    assert "click 'Model training' at the top left once" in printed
+
+    code, refused = listing("--experiment", "h99")
+    assert code == 1 and "Error: --experiment h99: no hypotrack experiment" in refused and "h06, h13" in refused
+    assert "Traceback" not in refused
+
+
+def test_experiment_picks_by_hypothesis_name_or_id() -> None:
+    from hypotrack.errors import HypotrackError
+    from hypotrack.run.mlflow_ui import Listed, pick
+
+    listed = [Listed("1", "hypotrack/h06", "t1", "invalidated: x"), Listed("2", "hypotrack/h13")]
+    assert pick(listed, "h06") == pick(listed, "hypotrack/h06") == pick(listed, "1") == listed[:1]
+    assert listed[0].url("http://127.0.0.1:5000") == ("http://127.0.0.1:5000/#/experiments/1/runs?viewStateShareKey="
+                                                       "hypotrack-test-t1&workflowType=machine_learning&compareRunsMode=CHART")
+    with pytest.raises(HypotrackError, match=r"--experiment h99: .* \(it has: h06, h13\)"):
+        pick(listed, "h99")
