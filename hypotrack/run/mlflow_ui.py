@@ -35,6 +35,7 @@ VIEW_HINT = ("The links open MLflow's model-training view, but MLflow's own link
              "this browser keeps it from then on.")
 VERDICT_WORDS = {"not_applicable": "not applicable"}  # a status as MLflow shows it; the others read as they are
 ARMS_SECTION = "Arms compared"
+VIEW_CHARTS = 24  # a view is an experiment tag, at most 20,000 characters: about 650 a chart
 START_TIMEOUT = 180.0  # seconds for the server's first answer; a loaded 2-core machine needs 10-40
 
 
@@ -76,7 +77,7 @@ def arms_view(test_id: str, metrics: list[str]) -> dict:
                "lineSmoothness": 0, "scaleType": "linear", "xAxisScaleType": "linear", "xAxisKey": "step",
                "selectedXAxisMetricKey": "", "yAxisKey": "metric", "yAxisExpressions": [], "range": {},
                "ignoreOutliers": False, "useGlobalXaxisKey": True, "useGlobalLineSmoothing": True}
-              for metric in metrics]
+              for metric in metrics[:VIEW_CHARTS]]
     return {
         "searchFilter": f"tags.`{Tags.TEST}` = '{test_id}' and tags.`{Tags.KIND}` = 'arm'",
         "groupBy": {"aggregateFunction": "average", "groupByKeys": [{"mode": "tag", "groupByData": Tags.ARM}]},
