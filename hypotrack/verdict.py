@@ -275,7 +275,7 @@ def decide(hypothesis: Hypothesis, series: Series, seeds: list[int],
     status, summary, effect_decides = _combine(hypothesis.id, sig, effect)
     verdict = Verdict(status, None, summary, sig.results, signature=sig.reading, effect=effect, seeds=list(seeds))
     if status != "inconclusive":
-        agreeing = [seed for seed in sig.agreeing if not effect_decides or _effect_agrees(effect, status, seed)]
+        agreeing = [seed for seed in sig.agreeing if not effect_decides or _effect_agrees(effect, seed)]
         verdict.confidence = round((len(agreeing) + 1) / (len(seeds) + 2), 3)
         verdict.basis = "signature + effect" if effect_decides else "signature"
     reading = "; ".join(r.short() for r in sig.deciding[:1])
@@ -283,7 +283,8 @@ def decide(hypothesis: Hypothesis, series: Series, seeds: list[int],
     return _finish(verdict, reading, more)
 
 
-def _effect_agrees(effect: Effect, status: str, seed: int) -> bool:
+def _effect_agrees(effect: Effect, seed: int) -> bool:
+    """Whether this seed's treatment difference points the way the effect was decided."""
     diff = effect.per_seed.get(seed)
     if diff is None:
         return False
