@@ -33,11 +33,11 @@ def _env(tmp_path: Path, toy_cache: Path) -> dict[str, str]:
 
 
 def run_script(tmp_path: Path, toy_cache: Path, *args: str, expect_rc: int = 0,
-               launcher: list[str] | None = None) -> tuple[list[dict], str]:
+               launcher: list[str] | None = None, env: dict[str, str] | None = None) -> tuple[list[dict], str]:
     """Every process's result line and the whole stderr."""
     command = [*(launcher or [sys.executable]), str(SCRIPT), str(tmp_path / "out"), *args]
-    done = subprocess.run(command, capture_output=True, text=True, env=_env(tmp_path, toy_cache), cwd=tmp_path,
-                          timeout=600)
+    done = subprocess.run(command, capture_output=True, text=True, env={**_env(tmp_path, toy_cache), **(env or {})},
+                          cwd=tmp_path, timeout=600)
     assert done.returncode == expect_rc, done.stderr[-4000:]
     results = [json.loads(line[len(MARKER):]) for line in done.stdout.splitlines() if line.startswith(MARKER)]
     assert results, done.stdout[-2000:]
@@ -125,3 +125,30 @@ def test_a_crashing_run_is_still_triaged_and_recorded(tmp_path: Path, toy_cache:
     triage = latest_triage(tmp_path)
     assert triage.id == result["triage_id"] and triage.report["watch"]["outcome"] == "crashed"
     assert triage.report["steps"] >= 1
+
+
+@pytest.mark.slow
+def test_under_accelerate_two_cpu_processes_log_once_and_record_once(tmp_path: Path, toy_cache: Path) -> None:
+    from hypotrack.run.launchers import free_port
+
+    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--main_process_port", str(free_port()),
+                "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+                "--dynamo_backend", "no"]
+    # accelerate's torchrun path over gloo, as hypotrack's accelerate launcher starts it on a CPU machine
+    results, _ = run_script(tmp_path, toy_cache, "--hooks", "all", "--steps", "2", launcher=launcher,
+                            env={"ACCELERATE_USE_CPU": "true"})
+    assert sorted(r["process"] for r in results) == [0, 1]  # both ranks trained
+    main, other = sorted(results, key=lambda r: r["process"])
+    assert main["outcome"] == other["outcome"] == "finished" and main["global_step"] == other["global_step"] == 2
+    assert main["triage_id"] and other["triage_id"] is None  # only the main process records
+    [run] = mlflow_runs(tmp_path)  # TRL's MLflow callback logs from the main process only
+    assert "diag/gates/group_variance" in run.data.metrics and "diag/kl/k3_mean" in run.data.metrics
+    steps = sorted(m.step for m in _history(tmp_path, run.info.run_id, "diag/advantages/abs_max"))
+    assert steps == [1, 2]  # one point per step, not one per process
+    assert latest_triage(tmp_path).id == main["triage_id"]
+
+
+def _history(tmp_path: Path, run_id: str, key: str) -> list:
+    from mlflow import MlflowClient
+
+    return MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").get_metric_history(run_id, key)

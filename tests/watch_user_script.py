@@ -10,7 +10,7 @@ A planted fault is set up the way a user's script would carry it:
 faults: wrong_reference (h03: the reference is another checkpoint), dropout_in_old_logps (h08: dropout
 left on with num_iterations 2), frozen_lora_b (h06: adapters that cannot train), lora_not_synced (h06),
 sampling_temperature_not_scored (h14), kl_wrong_sign (h03); crash (the task reward raises on the second
-batch). Prints one line: MARKER + JSON.
+batch); two_iterations (healthy, with the old logprobs recomputed). Prints one line: MARKER + JSON.
 """
 
 from __future__ import annotations
@@ -96,8 +96,9 @@ def build(out: Path, fault: str, steps: int, seed: int = 0, callbacks: list | No
         settings["beta"] = 0.04
     if fault == "sampling_temperature_not_scored":
         settings["generation_kwargs"] = {"temperature": 0.7}
-    if fault == "dropout_in_old_logps":
+    if fault in ("dropout_in_old_logps", "two_iterations"):  # two_iterations: healthy, old logprobs recomputed
         settings["num_iterations"] = 2
+    if fault == "dropout_in_old_logps":
         model_kwargs["attention_dropout"] = 0.1
     model = AutoModelForCausalLM.from_pretrained(path, **model_kwargs)
     lora = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],

@@ -7,10 +7,11 @@ by round so machine noise hits them alike:
   hooks    the same with every diagnostics hook attached;
   gates    the plain trainer under `hypotrack.watch(trainer)`: the live gates only;
   watched  the plain trainer under `hypotrack.watch(trainer, hooks="all")`.
-Step time is the wall time between consecutive step ends (generation, loss,
+Step time is the time between consecutive step ends (generation, loss,
 backward, optimizer, callbacks and hooks all included), median over the steps
-after a warm-up; each ratio is also given as the median over rounds of that
-round's ratio of medians. A watched variant's failed gates are reported too
+after a warm-up, as wall time and as this process's CPU time (``*_cpu``: what
+the step cost, robust to other load on a shared machine); each ratio is also
+given as the median over rounds of that round's ratio of medians. A watched variant's failed gates are reported too
 (on a healthy experiment: none). `--memory-steps` also runs one long arm with every hook and
 reports resident memory at step 50 and at the end.
 """
@@ -35,20 +36,27 @@ VARIANTS = ("plain", "worker", "hooks", *WATCHED)
 
 
 class StepClock(TrainerCallback):
+    """Wall time and this process's CPU time at each step end (CPU time: what the step itself cost, whatever
+    else the machine runs; torch uses one thread here, so it adds no parallel time)."""
+
     def __init__(self) -> None:
         self.ends: list[float] = []
+        self.cpu_ends: list[float] = []
         self.rss: dict[int, int] = {}
         self.session = None  # the Watch of a watched variant
+        self.gate_readings: dict[str, float] = {}
 
     def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001
-        self.ends = [time.perf_counter()]
+        self.ends, self.cpu_ends = [time.perf_counter()], [time.process_time()]
 
     def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
         self.ends.append(time.perf_counter())
+        self.cpu_ends.append(time.process_time())
         self.rss[state.global_step] = _rss_bytes()
 
-    def step_times(self, warmup: int) -> list[float]:
-        gaps = [b - a for a, b in zip(self.ends, self.ends[1:])]
+    def step_times(self, warmup: int, cpu: bool = False) -> list[float]:
+        ends = self.cpu_ends if cpu else self.ends
+        gaps = [b - a for a, b in zip(ends, ends[1:])]
         return gaps[warmup:]
 
 
@@ -115,35 +123,46 @@ def _train(variant: str, experiment: str, steps: int, out: Path) -> StepClock:
         callback.trainer = trainer
         _quiet(trainer)
     trainer.train()
+    if clock.session is not None:  # what the gates read, largest value per reading: they checked, and found what
+        for entry in trainer.state.log_history:
+            for key, value in entry.items():
+                if key.startswith("diag/gates/"):
+                    clock.gate_readings[key] = max(value, clock.gate_readings.get(key, value))
     return clock
 
 
 def overhead(experiment: str, steps: int, rounds: int, warmup: int,
              variants: tuple[str, ...] = VARIANTS) -> dict[str, Any]:
-    times: dict[str, list[float]] = {variant: [] for variant in variants}
-    per_round: dict[str, list[float]] = {variant: [] for variant in variants}
+    times: dict[str, dict[str, list[float]]] = {clock: {v: [] for v in variants} for clock in ("wall", "cpu")}
+    per_round: dict[str, dict[str, list[float]]] = {clock: {v: [] for v in variants} for clock in ("wall", "cpu")}
     failures: dict[str, list[str]] = {}
+    readings: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for round_index in range(rounds):
             for variant in variants:
                 out = Path(tmp) / f"{variant}-{round_index}"
                 out.mkdir()
                 clock = _train(variant, experiment, steps, out)
-                step_times = clock.step_times(warmup)
-                times[variant] += step_times
-                per_round[variant].append(statistics.median(step_times))
+                for kind in ("wall", "cpu"):
+                    step_times = clock.step_times(warmup, cpu=kind == "cpu")
+                    times[kind][variant] += step_times
+                    per_round[kind][variant].append(statistics.median(step_times))
                 if clock.session is not None:
                     failures.setdefault(variant, []).extend(str(f) for f in clock.session.failures())
-    median = {variant: statistics.median(values) for variant, values in times.items()}
+                    readings.setdefault(variant, {}).update(clock.gate_readings)
     report: dict[str, Any] = {"experiment": experiment, "steps_per_run": steps, "rounds": rounds,
-                              "warmup_steps": warmup, "median_step_seconds": median,
-                              "round_medians": per_round, "gate_failures": failures}
-    for a, b in (("worker", "plain"), ("hooks", "worker"), ("hooks", "plain"), ("gates", "plain"),
-                 ("watched", "plain")):
-        if a in median and b in median:
-            report[f"{a}_vs_{b}"] = median[a] / median[b]
-            report[f"{a}_vs_{b}_median_of_rounds"] = statistics.median(
-                x / y for x, y in zip(per_round[a], per_round[b]))
+                              "warmup_steps": warmup, "gate_failures": failures,
+                              "gate_readings_max": readings}
+    for kind, suffix in (("wall", ""), ("cpu", "_cpu")):
+        median = {variant: statistics.median(values) for variant, values in times[kind].items()}
+        report[f"median_step_seconds{suffix}"] = median
+        report[f"round_medians{suffix}"] = per_round[kind]
+        for a, b in (("worker", "plain"), ("hooks", "worker"), ("hooks", "plain"), ("gates", "plain"),
+                     ("watched", "plain")):
+            if a in median and b in median:
+                report[f"{a}_vs_{b}{suffix}"] = median[a] / median[b]
+                report[f"{a}_vs_{b}{suffix}_median_of_rounds"] = statistics.median(
+                    x / y for x, y in zip(per_round[kind][a], per_round[kind][b]))
     return report
 
 
