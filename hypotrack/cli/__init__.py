@@ -6,6 +6,7 @@
 - run.py            run (the flags come from spec/run_settings.py);  ui.py  ui
 - selftest.py       selftest;  progress.py  the live progress table and the verdict printout
 - triage.py         triage (rank the hypotheses on a run's own logs; records the ranking)
+- mcp.py            mcp (these commands as MCP tools for coding agents, over stdio)
 
 Commands that only read the registry import click, pydantic, PyYAML, SQLAlchemy and
 rich, never torch, mlflow or trl: `hypotrack status` must answer in well under half a
