@@ -1,7 +1,8 @@
 """`python -m hypotrack.bench`: what hypotrack costs per training step, measured in one process.
 
 Variants on the same model, data, rewards, config and seed, interleaved round
-by round so machine noise hits them alike:
+by round (each round starting from the next variant) so machine noise and the
+order within a round hit them alike:
   plain    TRL's GRPOTrainer as a user would write it;
   worker   hypotrack's trainer and callback (event stream, error counting, checks), no hooks;
   hooks    the same with every diagnostics hook attached;
@@ -19,6 +20,7 @@ reports resident memory at step 50 and at the end.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -139,7 +141,10 @@ def overhead(experiment: str, steps: int, rounds: int, warmup: int,
     readings: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for round_index in range(rounds):
-            for variant in variants:
+            # Each round starts from another variant, so running first (or last) in a round favours none of them.
+            shift = round_index % len(variants)
+            for variant in variants[shift:] + variants[:shift]:
+                gc.collect()  # the previous trainer's garbage is not the next one's to collect
                 out = Path(tmp) / f"{variant}-{round_index}"
                 out.mkdir()
                 clock = _train(variant, experiment, steps, out)
