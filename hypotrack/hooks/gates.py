@@ -174,6 +174,7 @@ class GatesHook(DiagnosticHook):
 
         from hypotrack.hooks._util import unwrap
 
+        # transformers clips before this event: the norm is the one the optimizer applies (0 stays 0)
         grads = [p.grad.detach() for p in unwrap(ctx.model).parameters() if p.requires_grad and p.grad is not None]
         norm = float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))) if grads else 0.0
         if self._variance and not norm > 0.0:
