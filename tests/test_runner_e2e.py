@@ -35,13 +35,15 @@ def test_run_h06_trains_both_arms_logs_mlflow_and_records_verdict(tmp_path: Path
     assert all(c.info.status == "FINISHED" for c in children)
     assert all(c.data.tags["hypotrack.test"] == test_id and c.data.tags["hypotrack.seed"] == "0" for c in children)
     # Same metric keys in every arm, so MLflow's compare view lines them up, except the diagnostics that do
-    # not apply to full fine-tuning: the treatment logs no adapter keys rather than zeros.
+    # not apply to full fine-tuning: the treatment logs no adapter keys rather than zeros
     from hypotrack.hooks.lora_sync import ADAPTER_KEYS
 
     keys = {c.data.tags["hypotrack.arm"]: set(c.data.metrics) for c in children}
-    adapters = {f"diag/lora_sync/{key}" for key in (*ADAPTER_KEYS, "gen_adapter_active_share")}
+    # (and, with no KL term, no reference whose weights could be compared with the base's)
+    adapters = {f"diag/lora_sync/{key}" for key in (*ADAPTER_KEYS, "gen_adapter_active_share", "lora_enabled",
+                                                     "ref_available", "ref_equals_base")}
     assert keys["treatment"] == keys["control"] - adapters and "diag/lora_sync/a_norm_mean" in keys["control"]
-    assert {"reward", "loss", "diag/lora_sync/lora_enabled"} <= keys["treatment"]
+    assert {"reward", "loss", "diag/lora_sync/gen_checksum_rel_diff"} <= keys["treatment"]
     assert {c.data.params["peft"] for c in children} == {"true", "false"}
     for child in children:
         assert child.data.tags["version.trl"].startswith("1.16")

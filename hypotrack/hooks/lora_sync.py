@@ -13,7 +13,7 @@ because every advantage is zero).
 base weights at train begin (per-tensor sums, exact): under LoRA with ref_model None the reference is
 the adapter-disabled model, i.e. the non-adapter parameters, so this catches a base that is being
 trained; with a ref_model it compares ref_model's parameters to the policy's initial (base) weights by
-name. Without any reference (full fine-tuning, beta 0) it is 1.0 with `ref_available` 0.
+name. Without any reference (full fine-tuning, beta 0) neither key is logged: there is nothing to compare.
 
 Generator vs trainer. On the transformers generation path the generator IS the trained model, so the
 hook watches the generation itself: forward hooks on the causal LM see every decoding forward (a no-grad
@@ -31,8 +31,9 @@ the captured generator logps vs the trainer's logps (`old_per_token_logps`, or a
 batch (tokens that do not match are not compared). At step 0 with fresh adapters B == 0, so a disabled
 generator is invisible until the adapters move: read these after the first steps.
 
-Full fine-tuning: `lora_enabled` is 0 and the adapter keys and `gen_adapter_active_share` are not logged
-(there are no adapters: a 0 would read like adapters switched off); the checksum and gap keys work the same.
+Full fine-tuning: `lora_enabled`, the adapter keys and `gen_adapter_active_share` are not logged (there
+are no adapters: a 0 would read like adapters switched off, and an arm's metrics list only what applies to
+it); the checksum and gap keys work the same, since the generator's weights can lag the trainer's there too.
 """
 from __future__ import annotations
 
@@ -268,7 +269,7 @@ class LoraSyncHook(DiagnosticHook):
         self._install(ctx.model)
         self._n_rollouts, self._n_steps = 0, 0
         self._arm()
-        return {"lora_enabled": 1.0 if self.lora else 0.0}
+        return {"lora_enabled": 1.0} if self.lora else {}
 
     def _arm(self) -> None:
         measured = self._n_rollouts % self.every == 0
@@ -348,7 +349,7 @@ class LoraSyncHook(DiagnosticHook):
         self._n_steps += 1
         if not report or self._model is None:
             return {}
-        out: dict[str, float] = {"lora_enabled": 1.0 if self.lora else 0.0}
+        out: dict[str, float] = {"lora_enabled": 1.0} if self.lora else {}
         # reference == base
         if ctx.ref_model is not None:
             ref_fp = self._fp(ctx.ref_model, skip_lora=True)
@@ -361,7 +362,7 @@ class LoraSyncHook(DiagnosticHook):
             same = now == self._base_fp0
             out["ref_available"] = 1.0
         else:
-            same, out["ref_available"] = True, 0.0
+            return out  # full fine-tuning without a KL term: there is no reference to compare
         out["ref_equals_base"] = 1.0 if same else 0.0
         if not self.lora:
             return out
