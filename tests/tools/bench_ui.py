@@ -23,7 +23,7 @@ import tempfile
 import time
 import urllib.request
 
-CHART_TEXT = "arms/outcome/reward"
+CHART_TEXT = "treatment (reward)"  # the saved view's reward chart, both arms on it
 
 
 def free_port() -> int:
@@ -56,8 +56,8 @@ def hypotrack_ui(store: str, driver) -> tuple[float, float]:  # noqa: ANN001
     ui = subprocess.Popen([sys.executable, "-m", "hypotrack.cli", "ui", "--tracking-uri", store, "--port",
                            str(free_port())], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        for line in ui.stdout:
-            match = re.match(r"\s+hypotrack/\S+: (http://\S+)", line)
+        for line in ui.stdout:  # each experiment: "  hypotrack/hNN: <verdict>", then its link indented below
+            match = re.match(r"    (http://\S+)", line)
             if match:
                 printed = time.monotonic() - started
                 return printed, time_page(driver, match.group(1), started)
