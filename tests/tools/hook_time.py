@@ -1,7 +1,7 @@
 """Per-hook time per step on the toy lab: wraps every hook event with a timer (python tests/tools/hook_time.py)."""
 import statistics, tempfile, time, sys, collections
 from pathlib import Path
-import hypotrack.bench as b
+import hypotrack.bench.step_time as b
 from hypotrack.hooks import ALL_HOOKS, get_hook_class
 acc = collections.defaultdict(float)
 for name in ALL_HOOKS:
