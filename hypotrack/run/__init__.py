@@ -1,6 +1,8 @@
 """The runner side of a `hypotrack run`: plan the arms, start the workers, record everything, decide.
 
-- api.py         what a notebook (or the CLI) calls: `prepare_test`, then `run_prepared`
+- api.py         what a notebook (or the CLI) calls: `prepare_test`, then `run_prepared`; `with_more_seeds`
+                 and `run_until_decided` for seeds that add up
+- pooling.py     a test decides over its own seeds and those of earlier tests of the same arms
 - plan.py        arms x seeds from an experiment, a hypothesis and the run settings
 - preflight.py   a missing model, dataset or import path fails before anything is recorded;
                  data_check.py: the columns and sizes the experiment names, read from the data
@@ -20,8 +22,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {"prepare_test": "api", "run_prepared": "api", "TestPlan": "api", "RunOptions": "lifecycle",
-            "TestOutcome": "lifecycle"}
+_EXPORTS = {"prepare_test": "api", "run_prepared": "api", "TestPlan": "api", "with_more_seeds": "api",
+            "run_until_decided": "api", "RunOptions": "lifecycle", "TestOutcome": "lifecycle"}
 __all__ = sorted(_EXPORTS)
 
 
