@@ -7,7 +7,7 @@ This reads the signature (control arms, one seed); the two-part verdict with the
 effect is exercised in tests/test_runner_e2e.py.
 
 The second test is the whole user-side matrix at the seeds a user affords (two), over every GRPO
-hypothesis (tests/tools/user_side_matrix.py); it is CI's own step (`-m user_side`, about 7 minutes).
+hypothesis (tests/tools/user_side_matrix.py); it is CI's own step (`-m user_side`, about 4 minutes).
 """
 
 from __future__ import annotations
