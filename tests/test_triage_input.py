@@ -44,3 +44,61 @@ def test_other_text_columns_are_left_alone(tmp_path):
     path = tmp_path / "export.csv"
     path.write_text("step,loss,phase\n1,0.5,warmup(1)\n2,0.4,main\n")
     assert read_source(str(path)).series == {"loss": [(1, 0.5), (2, 0.4)]}
+
+
+def _state(tmp_path, history: list[dict]):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    # json.dumps writes float("inf") as Infinity and NaN as NaN, as transformers' trainer_state.json does
+    (folder / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    return str(folder)
+
+
+def _step(step: int, **values) -> dict:
+    base = {"step": step, "reward": 0.3 + step / 100, "reward_std": 0.2, "frac_reward_zero_std": 0.3,
+            "rewards/correct/mean": 0.3 + step / 100, "rewards/correct/std": 0.4, "entropy": 0.5}
+    return {**base, **values}
+
+
+@pytest.fixture(scope="module")
+def hypotheses():
+    from pathlib import Path
+
+    from hypotrack.spec import Project, load_library
+
+    return load_library(Project(Path(__file__).resolve().parents[1])).hypotheses
+
+
+def test_a_loss_that_became_infinite_is_a_finding_not_a_silent_gap(tmp_path, hypotheses, run_cli):
+    from hypotrack.triage.api import triage
+
+    history = [_step(s, loss=0.01 * s, grad_norm=1.0) for s in range(1, 8)]
+    history += [_step(s, loss=float("inf"), grad_norm=float("nan")) for s in range(8, 13)]
+    source = _state(tmp_path, history)
+    report = triage(source, hypotheses)
+    assert any(f.startswith("loss became infinite at step 8 (5 of 12 logged steps): the run diverged")
+               for f in report.findings), report.findings
+    assert any(f.startswith("grad_norm became NaN at step 8") for f in report.findings)
+    out = run_cli("triage", source).stdout
+    assert "found: loss became infinite at step 8" in out
+
+
+def test_one_logged_step_is_not_ranked(tmp_path, hypotheses, run_cli):
+    from hypotrack.triage.api import MIN_RANK_STEPS, triage
+
+    source = _state(tmp_path, [_step(1, loss=0.0)])
+    report = triage(source, hypotheses)
+    assert report.ranking == [] and not report.suspects()
+    assert report.findings[-1].startswith(f"cannot rank on 1 logged step: triage needs at least {MIN_RANK_STEPS}")
+    result = run_cli("triage", source)
+    assert result.returncode == 0 and "No ranking: cannot rank on 1 logged step" in result.stdout
+    assert "SUSPECT" not in result.stdout
+
+
+def test_a_resumed_run_that_logged_steps_twice_is_read_from_its_last_segment(tmp_path, hypotheses):
+    from hypotrack.triage.api import triage
+
+    history = [_step(s, loss=1.0) for s in range(1, 11)] + [_step(s, loss=2.0) for s in range(6, 13)]
+    report = triage(_state(tmp_path, history), hypotheses)
+    assert any(f.startswith("steps 6-10 logged more than once") for f in report.findings), report.findings
+    assert report.steps == 12 and report.ranking

@@ -58,10 +58,16 @@ def _print(report, triage_id: str) -> None:  # noqa: ANN001 - a TriageReport
         echo(f"  assumed: {said}")
     if report.renamed:
         echo("  read as today's TRL names: " + ", ".join(f"{a} -> {b}" for a, b in report.renamed.items()))
+    for said in report.findings:
+        echo(f"  found: {said}")
     if report.expected:
         echo("\nExpected behaviour, not a fault:")
         for said in report.expected:
             echo(f"  - {said}")
+    if not report.ranking:
+        echo(f"\nNo ranking: {report.findings[-1] if report.findings else 'no hypothesis has triage signatures'}")
+        echo(f"\nRecorded as triage {triage_id}; `hypotrack next` keeps the roadmap's order.")
+        return
     echo(f"\nHypotheses by evidence (a suspect reaches {report.threshold:g}):")
     for entry in report.ranking:
         if entry.not_applicable:

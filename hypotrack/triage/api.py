@@ -31,6 +31,9 @@ class TriageReport:
     renamed: dict[str, str] = field(default_factory=dict)
     ignored: list[str] = field(default_factory=list)
     threshold: float = SUSPECT_THRESHOLD
+    # What the log itself says before any hypothesis is weighed: values that became infinite or NaN (the run
+    # diverged), steps logged twice, too few steps to rank on.
+    findings: list[str] = field(default_factory=list)
 
     def suspects(self) -> list[Ranked]:
         return [entry for entry in self.ranking if entry.suspect]
@@ -47,6 +50,7 @@ class TriageReport:
     def as_json(self) -> dict[str, Any]:
         return {
             "source": self.source, "kind": self.kind, "steps": self.steps, "threshold": self.threshold,
+            "findings": self.findings,
             "reward_functions": self.reward_functions, "assumed": self.assumed, "expected": self.expected,
             "requirements": {word: {"met": r.met, "why": r.why} for word, r in self.requirements.items()},
             "renamed_keys": self.renamed, "ignored_keys": self.ignored,
@@ -55,19 +59,32 @@ class TriageReport:
         }
 
 
+MIN_RANK_STEPS = 2  # the fewest logged steps triage ranks on
+
+
 def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) -> TriageReport:  # noqa: ANN001
     """Rank ``hypotheses`` (id -> Hypothesis) on an already-read run."""
     named = canonical(log)
     run = named.log
+    findings = log.findings()
     functions = reward_functions(run)
     roles = assign_roles(run, functions, task_reward)
     add_derived(run, roles)
     needs = requirements(run, functions)
-    ranking, unranked = rank(run, hypotheses, needs)
-    return TriageReport(source=log.source, kind=log.kind, steps=run.steps(), reward_functions=functions,
+    steps = run.steps()
+    if steps < MIN_RANK_STEPS:
+        # A signature reads a typical step or a trend: one logged step has neither, and weighing it would
+        # name a suspect on a single sample.
+        findings.append(f"cannot rank on {steps} logged step{'' if steps == 1 else 's'}: triage needs at least "
+                        f"{MIN_RANK_STEPS} (its signatures read a typical step or a trend); triage a longer run, "
+                        "or log every step (logging_steps=1)")
+        ranking, unranked = [], []
+    else:
+        ranking, unranked = rank(run, hypotheses, needs)
+    return TriageReport(source=log.source, kind=log.kind, steps=steps, reward_functions=functions,
                         assumed=roles.assumed, ranking=ranking, unranked=unranked,
                         expected=expected_readings(run), requirements=needs, renamed=named.renamed,
-                        ignored=named.ignored)
+                        ignored=named.ignored, findings=findings)
 
 
 def triage(source: str, hypotheses: dict, task_reward: str | None = None,  # noqa: ANN001

@@ -21,22 +21,49 @@ class RunLog:
     kind: str  # mlflow | trainer_state | csv | series
     series: dict[str, Points] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
+    # metric -> (step, value) of each infinite or NaN value logged: kept out of the series (a mean over
+    # them means nothing), and reported as what they are, a run that diverged
+    nonfinite: dict[str, Points] = field(default_factory=dict)
+    repeated: list[int] = field(default_factory=list)  # steps logged more than once (a resumed run)
 
     def add(self, name: str, step: int, value: object) -> None:
-        """Keep finite numbers only: TRL writes None for a metric with no valid value in a step."""
+        """Keep finite numbers in the series: TRL writes None for a metric with no valid value in a step."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return
         value = float(value)
         if math.isfinite(value):
             self.series.setdefault(name, []).append((int(step), value))
+        else:
+            self.nonfinite.setdefault(name, []).append((int(step), value))
 
     def steps(self) -> int:
         """How many steps the most often logged metric has."""
         return max((len(points) for points in self.series.values()), default=0)
 
     def sort(self) -> "RunLog":
-        """Points in step order, one per step (the last value logged at a step wins)."""
+        """Points in step order, one per step: the last value logged at a step wins, so a resumed run that
+        logged some steps again is read from its last segment (the steps are noted in ``repeated``)."""
+        repeated: set[int] = set()
         for name, points in self.series.items():
             if any(a[0] >= b[0] for a, b in zip(points, points[1:])):  # most sources log in order already
+                steps = [step for step, _ in points]
+                repeated.update(step for step in set(steps) if steps.count(step) > 1)
                 self.series[name] = sorted(dict(points).items())
+        self.repeated = sorted(repeated)
         return self
+
+    def findings(self) -> list[str]:
+        """What the source itself says about the run, before any hypothesis is weighed."""
+        out = []
+        for name, points in sorted(self.nonfinite.items(), key=lambda item: item[1][0][0]):
+            step, value = points[0]
+            word = "NaN" if math.isnan(value) else "infinite"
+            logged = len(self.series.get(name, [])) + len(points)
+            out.append(f"{name} became {word} at step {step} ({len(points)} of {logged} logged steps): the run "
+                       "diverged there; the steps with finite values are the ones read")
+        if self.repeated:
+            first, last = self.repeated[0], self.repeated[-1]
+            span = f"step {first}" if first == last else f"steps {first}-{last}"
+            out.append(f"{span} logged more than once (a run resumed from a checkpoint logs them again): the last "
+                       "values logged at each step are read")
+        return out

@@ -84,8 +84,11 @@ def read_trainer_state(path: Path) -> RunLog:
         if type(step) is not int:
             continue
         for key, value in entry.items():
-            if type(value) in (float, int) and math.isfinite(value):
-                series.setdefault(key, []).append((step, float(value)))
+            if type(value) in (float, int):
+                if math.isfinite(value):
+                    series.setdefault(key, []).append((step, float(value)))
+                else:  # JSON's Infinity / NaN, as transformers writes a diverged loss
+                    log.nonfinite.setdefault(key, []).append((step, float(value)))
             elif isinstance(value, str):
                 _refuse_wrapped(value, f"{path}: {key!r} at step {step}")
     for key in ("logging_steps", "max_steps", "train_batch_size"):
