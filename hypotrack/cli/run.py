@@ -97,7 +97,8 @@ def _parse_sets(values: tuple[str, ...]) -> dict:
 @click.option("--experiment", metavar="NAME|PATH", help="Experiment to run instead of the hypothesis's default.")
 @click.option("--seeds", type=SeedCount(), help="Number of seeds (0..N-1) instead of the experiment's list; auto: "
               "add one seed at a time until the treatment effect is decided (up to --max-seeds).")
-@click.option("--max-seeds", type=click.IntRange(2, 64), help="--seeds auto: the most seeds to train [10].")
+@click.option("--max-seeds", type=click.IntRange(2, 64),
+              help=f"--seeds auto: the most seeds to train [{DEFAULT_MAX_SEEDS}].")
 @click.option("--more-seeds", type=click.IntRange(1, 64), metavar="K",
               help="Train K seeds no earlier test of these arms used, and decide over all of them.")
 @run_setting_options
