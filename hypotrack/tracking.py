@@ -104,12 +104,27 @@ class Tracker:
 
     def describe_experiment(self, experiment_id: str, text: str) -> None:
         """The experiment's description: the UI shows it on the experiment's page and in the experiments list."""
-        self.client.set_experiment_tag(experiment_id, Tags.NOTE, text)
+        self._experiment_tag(experiment_id, Tags.NOTE, text)
 
     def save_view(self, experiment_id: str, key: str, state: dict[str, Any]) -> None:
         """A view of the experiment page (filter, grouping, charts) that `?viewStateShareKey=<key>` opens: MLflow's
         own "share view", which keeps the state as an experiment tag."""
-        self.client.set_experiment_tag(experiment_id, Tags.SHARED_VIEW + key, json.dumps(state))
+        self._experiment_tag(experiment_id, Tags.SHARED_VIEW + key, json.dumps(state))
+
+    def _experiment_tag(self, experiment_id: str, key: str, value: str) -> None:
+        """Set an experiment tag that two tests of one hypothesis may set at the same moment.
+
+        MLflow's SQL store looks the tag up and inserts it when missing, so two writers of a new tag both
+        insert and the second fails on the table's unique key. Under the store's lock a SQLite store sees
+        them one after the other; a server store that raced gets the write once more, now an update.
+        """
+        from mlflow.exceptions import MlflowException
+
+        with store_lock(self.uri):
+            try:
+                self.client.set_experiment_tag(experiment_id, key, value)
+            except MlflowException:
+                self.client.set_experiment_tag(experiment_id, key, value)
 
     def log_dataset(self, run_id: str, name: str, digest: str, source_type: str, source: dict[str, Any],
                     rows: int | None, columns: list[str] | None = None, context: str = "train") -> None:
