@@ -136,7 +136,7 @@ class Effect:
 
 
 def _outcome(series: Series, arm: str, seed: int, metric: str, outcome: str, k: int) -> float | None:
-    points = sorted((s, v) for s, v in series.get(arm, {}).get(seed, {}).get(metric, []) if math.isfinite(v))
+    points = _steps(series, arm, seed, metric)
     if not points:
         return None
     if outcome == "task_reward":
@@ -188,7 +188,7 @@ def _steps(series: Series, arm: str, seed: int, metric: str) -> list[tuple[int, 
     return sorted((s, v) for s, v in series.get(arm, {}).get(seed, {}).get(metric, []) if math.isfinite(v))
 
 
-def _cannot_move(series: Series, seeds: list[int], effect: Effect) -> str:
+def _cannot_move(series: Series, effect: Effect) -> str:
     """Why the outcome could not have moved in these runs, or "" when it could."""
     training = {(arm, seed): [v for _, v in _steps(series, arm, seed, "task_reward")]
                 for arm in ("control", "treatment") for seed in effect.per_seed}
@@ -231,7 +231,7 @@ def measure(series: Series, seeds: list[int], outcome: str, last_steps: int, mea
     effect.better, effect.worse = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
     spread = _spread(series, seeds)
     effect.meaningful = meaningful * (spread if spread else 1.0)
-    stuck = _cannot_move(series, seeds, effect)
+    stuck = _cannot_move(series, effect)
     if stuck:
         effect.verdict, effect.reason = "not_measurable", stuck
         return effect

@@ -14,13 +14,12 @@ from typing import Any
 from hypotrack.registry.queries import Overview
 from hypotrack.spec.summary import HypothesisSummary
 from hypotrack.spec.vocabulary import PRIORITY_RANK, RESOLVED_STATUSES
-from hypotrack.text import markdown_cell
+from hypotrack.text import clip, markdown_cell
 
 STATUS_ICONS = {
     "pending": "⏳", "testing": "🧪", "validated": "✅", "partial": "◐", "invalidated": "❌", "inconclusive": "🤔",
     "not_applicable": "⊘",
 }
-HEADLINE_WIDTH = 100  # verdict.HEADLINE_WIDTH: a note or a hand-written reason is cut to the same width
 
 
 def status_label(status: str) -> str:
@@ -97,8 +96,7 @@ def latest_headline(ov: Overview, hypothesis: HypothesisSummary) -> str:
     if (run is not None and change is not None and change.test_run_id == run.id and run.headline
             and text == change.reason):
         return run.headline
-    text = " ".join(text.split())
-    return text if len(text) <= HEADLINE_WIDTH else text[:HEADLINE_WIDTH - 1] + "…"
+    return clip(" ".join(text.split()))
 
 
 def status_rows(hypotheses: dict[str, HypothesisSummary], overviews: dict[str, Overview]) -> list[StatusRow]:

@@ -27,3 +27,12 @@ def has_control(text: str) -> bool:
 def markdown_cell(text: str) -> str:
     """``text`` as one cell of a markdown table: one line, its pipes escaped."""
     return " ".join(printable(text).split()).replace("|", "\\|")
+
+
+# A verdict's headline, and any one-line stand-in for it in a table (a note, a hand-written reason).
+HEADLINE_WIDTH = 100
+
+
+def clip(text: str, width: int = HEADLINE_WIDTH) -> str:
+    """``text`` cut to ``width`` characters, an ellipsis marking the cut."""
+    return text if len(text) <= width else text[:width - 1] + "…"

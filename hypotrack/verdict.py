@@ -43,6 +43,7 @@ from typing import Any
 
 from hypotrack.effect import Effect, Series, measure
 from hypotrack.spec.models import AnyOf, Criterion, Hypothesis
+from hypotrack.text import HEADLINE_WIDTH, clip
 
 OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
        "==": operator.eq, "!=": operator.ne}
@@ -88,9 +89,6 @@ class CriterionResult:
                 "abs": c.abs, "op": c.op, "threshold": c.threshold, "per_seed": {str(k): v for k, v in self.per_seed.items()},
                 "value": self.value, "holds": self.holds, "why": c.why,
                 "missing": self.missing or None}
-
-
-HEADLINE_WIDTH = 100
 
 
 @dataclass
@@ -322,7 +320,7 @@ def _finish(verdict: Verdict, reading: str, more_criteria: str = "") -> Verdict:
         headline = f"{word}: {'; '.join(p for p in (shown, effect) if p)}" if shown or effect else word
         if len(headline) <= HEADLINE_WIDTH:
             break
-    verdict.headline = headline if len(headline) <= HEADLINE_WIDTH else headline[:HEADLINE_WIDTH - 1] + "…"
+    verdict.headline = clip(headline)
     return verdict
 
 

@@ -115,8 +115,9 @@ def _earlier(plan: TestPlan, registry) -> list:  # noqa: ANN001
 
 def pooled_seeds(plan: TestPlan, registry) -> list[int]:  # noqa: ANN001
     """Seeds earlier finished tests of these arms already trained."""
-    return sorted({int(seed) for row in _earlier(plan, registry) for by_seed in (row.series or {}).values()
-                   for seed in by_seed})
+    from hypotrack.run.pooling import used_seeds
+
+    return used_seeds(_earlier(plan, registry))
 
 
 def with_more_seeds(plan: TestPlan, registry, count: int) -> TestPlan:  # noqa: ANN001

@@ -65,9 +65,14 @@ def pool(earlier: list[Any], series: Series, seeds: list[int]) -> tuple[Series, 
     return merged, paired, used
 
 
+def used_seeds(earlier: list[Any]) -> list[int]:
+    """The seeds earlier tests of these arms trained (rows of queries.pooled_test_runs)."""
+    return sorted({int(seed) for row in earlier for by_seed in (row.series or {}).values() for seed in by_seed})
+
+
 def unused_seeds(earlier: list[Any], count: int) -> list[int]:
     """The ``count`` lowest seeds no earlier test of these arms trained."""
-    used = {int(seed) for row in earlier for by_seed in (row.series or {}).values() for seed in by_seed}
+    used = set(used_seeds(earlier))
     out, seed = [], 0
     while len(out) < count:
         if seed not in used:
