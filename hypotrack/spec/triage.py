@@ -45,22 +45,30 @@ from .unread import read_only_when
 DERIVED_METRICS: dict[str, str] = {
     "task_reward/mean": "the task reward function's mean (TRL's rewards/<task>/mean)",
     "task_reward/std": "the task reward function's std over the step's completions (rewards/<task>/std)",
-    "task_reward/binary_spread": "the task reward's std over sqrt(mean x (1 - mean)), the largest std a reward "
-                                 "in [0, 1] with that mean can have: 1 for a 0/1 reward, below 1 for graded scores",
-    "task_reward/zero_group_share_min": "for a 0/1 task reward: at least this share of the groups scored 0 on "
-                                        "every completion (frac_reward_zero_std minus the task reward's mean)",
+    "task_reward/binary_spread": "the task reward's std over the largest std a reward between 0 and its passing "
+                                 "score can have at that mean: 1 for a two-valued reward (0/1, 0/10, 0/-5), below 1 "
+                                 "for graded scores; the passing score is 1 for a reward in [0, 1], else read from "
+                                 "the logs ((std^2 + mean^2) / mean is the same at every step only for two values)",
+    "task_reward/zero_group_share_min": "for a two-valued task reward: at least this share of the groups scored 0 on "
+                                        "every completion (frac_reward_zero_std minus the share of passing "
+                                        "completions)",
     "aux_reward/spread_ratio": "the largest weighted std of an auxiliary reward function over the task reward's "
                                "weighted std: how much the auxiliary rewards spread completions, against the task",
     "aux_reward/mean": "the auxiliary reward functions' weighted means, summed: what they pay per completion",
     "aux_reward/share": "the auxiliary rewards' weighted mean over the combined reward's mean: how much of the "
                         "reward the auxiliary functions pay (steps: growth follows it over the run)",
-    "aux_reward/task_correlation": "with one auxiliary reward: its correlation with the task reward over the "
-                                   "step's completions, from reward_std and the two functions' stds",
+    "aux_reward/task_correlation": "the weighted auxiliary rewards' correlation with the task reward over the "
+                                   "step's completions, from reward_std and the functions' stds (with several "
+                                   "auxiliary functions, taken as uncorrelated with each other)",
     "prompts/tokens_per_step_cv": "run: the coefficient of variation of the tokens (prompt + completion) each "
                                   "step consumed (num_tokens' increments): near 0 when every prompt has the same "
                                   "length, as when a prompt budget cuts them all",
     "kl/implied_coefficient": "run: the coefficient the logged kl enters the logged loss with (least squares of "
                               "loss on kl through 0); about +beta for a correct KL term",
+    "ties/undercounted": "run: 1 when TRL's frac_reward_zero_std missed exact ties (a step whose completions all "
+                         "scored the same, reward_std 0, logged fewer than all groups tied), else 0",
+    "kl/loss_fit": "run: the share of the logged loss that the fitted KL term accounts for (R^2 through 0): near 1 "
+                   "when the KL term makes up the loss, near 0 when the policy term's noise does",
 }
 # Per reward function, by its logged name; triage signatures use the roles above instead.
 FUNC_METRICS = ("rewards/{func}/mean", "rewards/{func}/std")

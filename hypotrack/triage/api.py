@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .derived import add_derived
+from .derived import add_derived, constant_auxiliary
 from .evaluate import SUSPECT_THRESHOLD, Ranked, rank
 from .expected import Requirement, expected_readings, requirements
 from .keys import canonical, reward_functions
@@ -70,6 +70,11 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
     functions = reward_functions(run)
     roles = assign_roles(run, functions, task_reward)
     add_derived(run, roles)
+    for func in constant_auxiliary(run, roles):
+        # Group scaling subtracts each group's mean, so a reward that is the same for every completion adds
+        # nothing to any advantage: neither noise (h05) nor something to collect (h17), whatever its weight.
+        findings.append(f"the auxiliary reward {func} gave every completion of every step the same score: it moves "
+                        "no advantage, whatever its weight (it only shifts the logged reward)")
     needs = requirements(run, functions)
     steps = run.steps()
     if steps < MIN_RANK_STEPS:

@@ -17,6 +17,9 @@ from .runlog import Points, RunLog
 BINARY_MEDIAN = 0.9
 # Below this std a reward function does not spread its completions at all (float32 noise).
 FLAT_STD = 1e-6
+# A reward whose per-step estimate of its passing score varies less than this (relative std) is two-valued:
+# TRL's std is the sample std (n - 1), which moves the estimate by a few percent at batch sizes of 16-32.
+PASS_VALUE_CV = 0.05
 
 
 def _by_step(log: RunLog, name: str) -> dict[int, float]:
@@ -35,6 +38,7 @@ def add_derived(log: RunLog, roles: Roles) -> None:
         _auxiliary(log, roles)
     _prompt_tokens(log)
     _implied_kl_coefficient(log)
+    _undercounted_ties(log)
 
 
 def _task_reward(log: RunLog, roles: Roles) -> None:
@@ -42,17 +46,39 @@ def _task_reward(log: RunLog, roles: Roles) -> None:
     std = _by_step(log, f"rewards/{roles.task}/std")
     _put(log, "task_reward/mean", list(mean.items()))
     _put(log, "task_reward/std", list(std.items()))
-    in_unit = mean and all(0.0 <= m <= 1.0 for m in mean.values())
-    spread = [(s, std[s] / math.sqrt(m * (1 - m))) for s, m in mean.items() if s in std and 0.0 < m < 1.0]
-    if not in_unit or not spread:
+    scale = _pass_value(mean, std)
+    if scale is None:
+        return
+    # As a share of the passing score: 0 < p < 1 for a reward that pays `scale` to some completions, 0 to others.
+    share = {s: m / scale for s, m in mean.items()}
+    spread = [(s, std[s] / (abs(scale) * math.sqrt(p * (1 - p)))) for s, p in share.items() if s in std and 0 < p < 1]
+    if not spread:
         return
     _put(log, "task_reward/binary_spread", spread)
     if statistics.median(v for _, v in spread) < BINARY_MEDIAN:
-        return  # a graded reward: tied groups need not score 0 or 1, so the bound below does not hold
+        return  # a graded reward: tied groups need not score 0 or the pass value, so the bound below does not hold
     tied = _by_step(log, "frac_reward_zero_std")
-    # Tied groups are all-0 or all-1; all-1 groups are at most the task reward's mean, the rest scored 0.
+    # Tied groups are all-0 or all-pass; all-pass groups are at most the passing share, the rest scored 0.
     _put(log, "task_reward/zero_group_share_min",
-         [(s, max(0.0, tied[s] - m)) for s, m in mean.items() if s in tied])
+         [(s, max(0.0, tied[s] - p)) for s, p in share.items() if s in tied])
+
+
+def _pass_value(mean: dict[int, float], std: dict[int, float]) -> float | None:
+    """The score a two-valued task reward pays (1 for a reward in [0, 1]), or None when it is not two-valued.
+
+    A reward that pays c to a share p of the completions and 0 to the rest has mean c p and mean square
+    c^2 p, so (std^2 + mean^2) / mean = c at every step, whatever p: a 0/10 grader gives 10 at each step,
+    a graded reward gives values that move with the mix of grades.
+    """
+    if mean and all(0.0 <= m <= 1.0 for m in mean.values()):
+        return 1.0
+    estimates = [(std[s] ** 2 + m * m) / m for s, m in mean.items() if s in std and abs(m) > FLAT_STD]
+    if len(estimates) < 3:
+        return None
+    centre = statistics.median(estimates)
+    if abs(centre) <= FLAT_STD or statistics.pstdev(estimates) > PASS_VALUE_CV * abs(centre):
+        return None
+    return centre
 
 
 def _auxiliary(log: RunLog, roles: Roles) -> None:
@@ -77,22 +103,34 @@ def _auxiliary(log: RunLog, roles: Roles) -> None:
     _put(log, "aux_reward/share", share)
     _put(log, "aux_reward/mean", [(step, sum(roles.weights.get(f, 1.0) * means[f][step] for f in roles.auxiliary))
                                   for step in means[roles.task] if all(step in means[f] for f in roles.auxiliary)])
-    if len(roles.auxiliary) != 1:
-        return  # with several auxiliary functions the combined std mixes their covariances
     # TRL's reward_std is the std of the weighted sum over the step's completions (TRL releases that log
-    # rewards/<func>/std): Var(R) = wt^2 St^2 + wa^2 Sa^2 + 2 wt wa Cov, which gives the correlation.
-    (aux,) = roles.auxiliary
-    signed = {f: roles.weights.get(f, 1.0) for f in (roles.task, aux)}
+    # rewards/<func>/std): Var(R) = wt^2 St^2 + Var(A) + 2 wt Cov(t, A) for the auxiliary part A, which gives the
+    # task reward's correlation with A. With one auxiliary function Var(A) = wa^2 Sa^2 exactly; with several it
+    # is taken as the sum of theirs, as if they were uncorrelated with each other (the logs cannot say more).
+    signed = {f: roles.weights.get(f, 1.0) for f in [roles.task, *roles.auxiliary]}
     total = _by_step(log, "reward_std")
     correlation = []
     for step, t in task_std.items():
-        a = aux_std[aux].get(step)
-        if a is None or step not in total or t <= FLAT_STD or a <= FLAT_STD:
+        spreads = [signed[f] * aux_std[f][step] for f in roles.auxiliary if step in aux_std[f]]
+        if len(spreads) != len(roles.auxiliary) or step not in total or t <= FLAT_STD:
             continue
-        wt, wa = signed[roles.task], signed[aux]
-        covariance = (total[step] ** 2 - (wt * t) ** 2 - (wa * a) ** 2) / (2 * wt * wa)
-        correlation.append((step, max(-1.0, min(1.0, covariance / (t * a)))))
+        aux_var = sum(spread * spread for spread in spreads)
+        if aux_var <= FLAT_STD**2:
+            continue
+        wt = signed[roles.task]
+        covariance = (total[step] ** 2 - (wt * t) ** 2 - aux_var) / (2 * wt)
+        correlation.append((step, max(-1.0, min(1.0, covariance / (t * math.sqrt(aux_var))))))
     _put(log, "aux_reward/task_correlation", correlation)
+
+
+def constant_auxiliary(log: RunLog, roles: Roles) -> list[str]:
+    """The auxiliary reward functions that gave every completion of every logged step the same score."""
+    constant = []
+    for func in roles.auxiliary:
+        stds = [value for _, value in log.series.get(f"rewards/{func}/std", [])]
+        if stds and max(stds) <= FLAT_STD:
+            constant.append(func)
+    return constant
 
 
 def _run_value(log: RunLog) -> int:
@@ -110,6 +148,18 @@ def _prompt_tokens(log: RunLog) -> None:
     _put(log, "prompts/tokens_per_step_cv", [(_run_value(log), statistics.pstdev(rates) / statistics.fmean(rates))])
 
 
+def _undercounted_ties(log: RunLog) -> None:
+    # TRL counts a group as tied when its reward std is within 1e-8 of 0; a weighted sum such as 0.2 for every
+    # completion leaves a float32 std of about 1.6e-8, so such groups are not counted. A step where the whole
+    # batch scored alike (reward_std 0) must have every group tied: fewer logged shows the count misses ties.
+    spread = _by_step(log, "reward_std")
+    tied = _by_step(log, "frac_reward_zero_std")
+    steps = [s for s in spread if s in tied]
+    if steps:
+        missed = any(spread[s] <= FLAT_STD and tied[s] < 1.0 for s in steps)
+        _put(log, "ties/undercounted", [(_run_value(log), float(missed))])
+
+
 def _implied_kl_coefficient(log: RunLog) -> None:
     kl = _by_step(log, "kl")
     loss = _by_step(log, "loss")
@@ -117,4 +167,12 @@ def _implied_kl_coefficient(log: RunLog) -> None:
     scale = sum(k * k for k, _ in pairs)
     if len(pairs) < 3 or scale <= 1e-12:
         return
-    _put(log, "kl/implied_coefficient", [(_run_value(log), sum(k * l for k, l in pairs) / scale)])
+    coefficient = sum(k * l for k, l in pairs) / scale
+    _put(log, "kl/implied_coefficient", [(_run_value(log), coefficient)])
+    power = sum(l * l for _, l in pairs)
+    if power > 1e-12:
+        # R^2 through 0: how much of the logged loss the fitted KL term accounts for. The policy term of
+        # GRPO's loss averages near 0 but is noisy, so a coefficient fitted on a loss that is mostly that
+        # noise (a small beta, a small kl) says nothing about its sign.
+        residual = sum((l - coefficient * k) ** 2 for k, l in pairs)
+        _put(log, "kl/loss_fit", [(_run_value(log), max(0.0, 1.0 - residual / power))])

@@ -58,7 +58,8 @@ class Reading:
         how = f"{c.steps}({c.k})" if c.steps in ("mean_last", "mean_first", "growth") else c.steps
         if self.value is None:
             return f"{name} [{how}]: not logged"
-        return f"{name} [{how}] = {self.value:.4g} {c.op} {c.threshold:g}"
+        value = abs(self.value) if c.abs else self.value
+        return f"{name} [{how}] = {value:.4g} {c.op} {c.threshold:g}"
 
     def as_json(self) -> dict[str, Any]:
         c = self.condition

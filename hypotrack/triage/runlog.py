@@ -6,6 +6,9 @@ import math
 from dataclasses import dataclass, field
 
 Points = list[tuple[int, float]]
+# Written with every log entry, the end-of-training summary (train_runtime, train_loss) included: its second
+# value at the last step is that summary, not a step logged again.
+BOOKKEEPING = frozenset({"epoch", "step"})
 
 
 @dataclass
@@ -47,7 +50,8 @@ class RunLog:
         for name, points in self.series.items():
             if any(a[0] >= b[0] for a, b in zip(points, points[1:])):  # most sources log in order already
                 steps = [step for step, _ in points]
-                repeated.update(step for step in set(steps) if steps.count(step) > 1)
+                if name not in BOOKKEEPING:
+                    repeated.update(step for step in set(steps) if steps.count(step) > 1)
                 self.series[name] = sorted(dict(points).items())
         self.repeated = sorted(repeated)
         return self
