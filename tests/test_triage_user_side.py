@@ -39,10 +39,10 @@ def test_the_fit_half_and_every_clean_run(runs) -> None:
 
 @pytest.mark.parametrize("run, cause", [("overweighted_kl", "h03"), ("beta_two", "h03"), ("out_of_reach", "h11"),
                                         ("six_digit_sums", "h11"), ("wrong_sign_grade", "h13"),
-                                        ("negated_cost", "h13")])
+                                        ("negated_cost", "h13"), ("judge_hacked", "h17")])
 def test_the_four_failures_users_report_rank_their_own_hypothesis_first(runs, run: str, cause: str) -> None:
-    """A KL term that pins the policy, a task out of reach, a reward with its sign flipped (and, in
-    test_triage_calibration, an auxiliary reward the policy hacks): each named first from plain logs."""
+    """A KL term that pins the policy, a task out of reach, a reward with its sign flipped, an auxiliary reward
+    the policy hacks: each named first from plain logs."""
     triaged = next(r for r in runs if r.name == run)
     assert (triaged.expected, triaged.rank) == (cause, 1), triaged.top
 

@@ -36,7 +36,7 @@ RUNS: dict[str, tuple[str | None, str]] = {
     "flaky_judge": ("h05", "fit"), "noise_style": ("h05", "fit"), "penalty_sign": ("h05", "fit"),
     "out_of_reach": ("h11", "fit"), "wrong_sign_grade": ("h13", "fit"),
     "repetition_penalty": ("h14", "fit"), "near_greedy": ("h15", "fit"),
-    "hot_learning_rate": ("h16", "fit"),
+    "hot_learning_rate": ("h16", "fit"), "judge_hacked": ("h17", "fit"),
     "healthy_plus_minus": (None, "fit"), "healthy_partial_credit": (None, "fit"),
     "rm_logit_noise": ("h01", "fit"), "beta_two": ("h03", "fit"), "short_context": ("h04", "fit"),
     "random_helpfulness": ("h05", "fit"), "six_digit_sums": ("h11", "fit"),
