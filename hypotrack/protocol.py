@@ -56,10 +56,20 @@ class ArmSpec(BaseModel):
     parity: dict[str, Any] | None = None
     output_dir: str = ""
     threads: int = 1
+    # A command experiment's arm: the user's own command (run with hypotrack's bootstrap on its path, which
+    # watches every GRPOTrainer it creates) instead of `python -m hypotrack.worker`.
+    command: list[str] = Field(default_factory=list)
+    command_env: dict[str, str] = Field(default_factory=dict)
+    command_cwd: str = ""
 
     @property
     def key(self) -> str:
         return f"{self.arm}/{self.seed}"
+
+    @property
+    def task_reward_name(self) -> str:
+        """The name TRL logs the task reward under (rewards/<name>/mean)."""
+        return self.rewards[self.task_reward_index].rsplit(":", 1)[-1] if self.rewards else ""
 
     @property
     def peft(self) -> bool:

@@ -172,6 +172,89 @@ def init_project(root: Path) -> tuple[list[Path], list[Path]]:
     return created, kept
 
 
+# Flags a training script commonly takes -> (where they go in a command experiment, what they stand for).
+COMMON_FLAGS = {
+    "--seed": ("seed", None), "--max-steps": ("max_steps", None), "--max_steps": ("max_steps", None),
+    "--output-dir": ("output_dir", None), "--output_dir": ("output_dir", None),
+    "--beta": ("kl_beta", "beta"), "--kl-beta": ("kl_beta", "beta"), "--kl_beta": ("kl_beta", "beta"),
+    "--lr": ("learning_rate_factor", "learning_rate"), "--learning-rate": ("learning_rate_factor", "learning_rate"),
+    "--learning_rate": ("learning_rate_factor", "learning_rate"),
+    "--scale-rewards": ("scale_rewards", None), "--scale_rewards": ("scale_rewards", None),
+    "--max-prompt-length": ("max_prompt_length", None), "--max_prompt_length": ("max_prompt_length", None),
+}
+COMMAND_TEMPLATE = """\
+# Your own training script as an experiment: every hypothesis is tested through it. Its control arm is
+# the command as written; its treatment arm the command with the hypothesis's change, passed through the
+# flags mapped below (argparse takes the last of a repeated flag). hypotrack watches every GRPOTrainer the
+# script builds, so the hypotheses' diagnostics run inside it. `hypotrack run h03 --experiment {name}
+# --dry-run` prints both command lines; a hypothesis whose change has no mapping here is refused, naming it.
+name: {name}
+command:
+  run: {run}
+{known}  # reward_functions: [correctness, format]   # the names your rewards are logged under, task first
+  # reference_column: answer    # the dataset column with each row's correct answer (h11 and h13 read it)
+  treatments:                   # hypotrack's change -> your flag ({{value}}: the treatment's value)
+{treatments}task_reward: CHANGE_ME              # the name TRL logs your task reward under (rewards/<name>/mean)
+settings: {{{settings}}}        # what the command runs with: requirements (beta > 0) and factors read it
+# lora: {{enabled: false}}      # if the script trains without LoRA (h06 then does not apply)
+seeds: [0, 1]
+max_steps: 30                   # the steps each arm trains, once command.max_steps is mapped
+"""
+ALL_TREATMENTS = ("kl_beta", "scale_rewards", "peft", "learning_rate_factor", "num_generations_factor",
+                  "max_prompt_length", "task_reward_only", "plain_sampling", "max_completion_length_factor")
+EXAMPLE_MAPPING = {"peft": "{false: --no-peft}", "task_reward_only": "{true: --rewards correctness}",
+                   "plain_sampling": "{true: --temperature 1.0}"}
+
+
+def command_experiment(command: str, name: str = "my_script") -> str:
+    """The text of a command experiment for ``command``, its flags mapped where their names are common ones."""
+    import shlex
+
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise HypotrackError(f"--command {command!r} does not split like a shell line: {exc}") from None
+    if not argv:
+        raise HypotrackError("--command is empty: give the command you train with, e.g. \"python train.py --lr 1e-6\"")
+    mapped: dict[str, str] = {}
+    settings: dict[str, str] = {}
+    for index, arg in enumerate(argv):
+        flag, _, inline = arg.partition("=")
+        if flag not in COMMON_FLAGS:
+            continue
+        key, setting = COMMON_FLAGS[flag]
+        mapped.setdefault(key, f"{flag} {{value}}")
+        value = inline or (argv[index + 1] if index + 1 < len(argv) else "")
+        if setting and value:
+            try:
+                number = repr(float(value))
+                # a YAML number: PyYAML reads an exponent without a dot (1e-06) as text
+                settings[setting] = number.replace("e", ".0e") if "e" in number and "." not in number else number
+            except ValueError:
+                pass
+    for key in ("seed", "max_steps", "output_dir"):
+        mapped.setdefault(key, "")
+    known = "".join(f"  {key}: {mapped[key]}\n" if mapped[key] else f"  # {key}: --{key.replace('_', '-')} {{value}}\n"
+                    for key in ("seed", "max_steps", "output_dir"))
+    treatments = "".join(f"    {key}: {mapped[key]}\n" if key in mapped else
+                         f"    # {key}: {EXAMPLE_MAPPING.get(key, '--your-flag {value}')}\n" for key in ALL_TREATMENTS)
+    return COMMAND_TEMPLATE.format(name=name, run=_yaml_text(command), known=known, treatments=treatments,
+                                   settings=", ".join(f"{k}: {v}" for k, v in settings.items()))
+
+
+def write_command_experiment(root: Path, command: str, name: str = "my_script") -> Path:
+    path = root / "experiments" / f"{name}.yaml"
+    if path.exists():
+        raise HypotrackError(f"{path} already exists: edit it, or remove it to write a new one")
+    text = command_experiment(command, name)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise HypotrackError(f"cannot create {path}: {exc.strerror}") from None
+    return path
+
+
 def slug(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")[:40] or "hypothesis"
 

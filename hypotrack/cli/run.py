@@ -211,6 +211,13 @@ def _print_plan(plan) -> None:  # noqa: ANN001
         seeds = [s.seed for s in specs if s.arm == spec.arm]
         body = spec.model_dump(exclude={"test_id", "output_dir", "threads", "seed"})
         out.print(f"\n[bold]{spec.arm}[/] seeds {seeds}")
+        if spec.command:  # what the arm runs, as a shell would take it; the script holds the rest of its setup
+            from hypotrack.run.command_plan import CommandLine
+
+            line = CommandLine(spec.command, spec.command_env).shown()
+            out.print(f"  seed {spec.seed}, in {escape(spec.command_cwd)}:\n  {escape(line)}", soft_wrap=True)
+            out.print(f"  hooks inside the script's GRPOTrainer: {', '.join(spec.hooks) or 'none'}")
+            continue
         out.print(Syntax(json.dumps(body, indent=2, default=str), "json", theme="ansi_dark", word_wrap=True))
 
 

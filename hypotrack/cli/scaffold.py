@@ -11,23 +11,30 @@ from hypotrack.cli.context import Context, pass_ctx
 
 @click.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--command", "command", metavar="'python train.py ...'",
+              help="Also write experiments/my_script.yaml: your own training command as an experiment, its common "
+                   "flags mapped to hypotrack's treatments and the rest commented.")
 @pass_ctx
-def init(ctx: Context, directory: Path | None) -> None:
+def init(ctx: Context, directory: Path | None, command: str | None) -> None:
     """Start a project here (or in DIRECTORY): hypotheses/ and experiments/ with a run template.
 
     The hypotheses that ship with hypotrack are always available; experiments/my_run.yaml is a
     template of your own run (loader, task and auxiliary rewards, LoRA, KL) that runs on the toy
-    lab as it is.
+    lab as it is. With --command, experiments/my_script.yaml runs your own script instead.
 
     \b
     Example:
         hypotrack init && hypotrack run h06 --no-peft
         hypotrack run h05 --experiment my_run
+        hypotrack init --command "python train.py --lr 1e-6 --beta 0.04"
     """
-    from hypotrack.scaffold import init_project
+    from hypotrack.scaffold import init_project, write_command_experiment
     from hypotrack.spec.project import Project
 
     root = Project.locate(directory or ctx.project_root).root
+    if command is not None:
+        click.echo(f"created {write_command_experiment(root, command)}: set task_reward, check the mapping, then "
+                   "hypotrack run h03 --experiment my_script --dry-run")
     created, kept = init_project(root)
     for path in created:
         click.echo(f"created {path}")

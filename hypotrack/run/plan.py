@@ -146,15 +146,28 @@ def resolve_arms(
         resolved = per_arm[arm]
         _check_resolved(resolved, arm)
         for seed in chosen_seeds:
-            specs.append(_arm_spec(hypothesis, experiment, experiment_path, arm, seed, resolved, deterministic))
+            spec = _arm_spec(hypothesis, experiment, experiment_path, arm, seed, resolved, deterministic)
+            specs.append(_with_command(spec, hypothesis, experiment, experiment_path, cli, per_arm))
     return specs
+
+
+def _with_command(spec: ArmSpec, hypothesis: Hypothesis, experiment: Experiment, experiment_path: Path,
+                  cli: Overrides, per_arm: dict[str, dict[str, Any]]) -> ArmSpec:
+    """A command experiment's arm carries its command line (run/command_plan.py)."""
+    if experiment.command is None:
+        return spec
+    from hypotrack.run.command_plan import command_lines
+
+    line = command_lines(hypothesis, experiment, experiment_path, cli, per_arm, spec.seed)[spec.arm]
+    return spec.model_copy(update={"command": line.argv, "command_env": line.env, "command_cwd": line.cwd})
 
 
 def control_spec(hypothesis: Hypothesis, experiment: Experiment, experiment_path: Path, cli: Overrides) -> ArmSpec:
     """The user's run as this test would train it (the control arm), whichever arms the test trains:
     what a hypothesis requires of the run is checked on it."""
-    control = _resolved_arms(hypothesis, experiment, cli)["control"]
-    return _arm_spec(hypothesis, experiment, experiment_path, "control", experiment.seeds[0], control, False)
+    per_arm = _resolved_arms(hypothesis, experiment, cli)
+    spec = _arm_spec(hypothesis, experiment, experiment_path, "control", experiment.seeds[0], per_arm["control"], False)
+    return _with_command(spec, hypothesis, experiment, experiment_path, cli, per_arm)
 
 
 def _arm_spec(hypothesis: Hypothesis, experiment: Experiment, experiment_path: Path, arm: str, seed: int,
@@ -177,8 +190,9 @@ def _resolved_arms(hypothesis: Hypothesis, experiment: Experiment, cli: Override
     treatment, then the treatment flags."""
     base = {
         "model": experiment.model,
-        "data": experiment.data.model_dump(),
-        "rewards": list(experiment.rewards),
+        "data": experiment.data.model_dump() if experiment.data is not None else
+        {"reference_column": experiment.command.reference_column},
+        "rewards": experiment.reward_names(),
         "reward_weights": experiment.reward_weights,
         "task_reward_index": experiment.task_reward_index(),
         "grpo": dict(experiment.settings),

@@ -18,9 +18,31 @@ from hypotrack.toy.lab import toy_task
 
 
 def preflight(specs: list[ArmSpec]) -> None:
+    commands = [spec for spec in specs if spec.command]  # the user's script loads its own model and data
+    specs = [spec for spec in specs if not spec.command]
     with interruptible():
+        for spec in commands:
+            _check_command(spec)
         _check_sources(specs)
         check_data(specs)  # reads the rows: after the imports and paths it needs are known to be there
+
+
+def _check_command(spec: ArmSpec) -> None:
+    """The command's folder, program and (for `python x.py`) script exist."""
+    import shutil
+
+    where = f"experiment {spec.experiment_name!r}: command {' '.join(spec.command)[:200]!r}"
+    cwd = Path(spec.command_cwd or ".")
+    if not cwd.is_dir():
+        raise HypotrackError(f"{where}: its folder {cwd} does not exist (command.cwd)")
+    program = spec.command[0]
+    found = (cwd / program).exists() if os.sep in program else shutil.which(program) is not None
+    if not found:
+        raise HypotrackError(f"{where}: {program!r} is not a program on PATH or a file in {cwd}")
+    if Path(program).name.startswith("python") and len(spec.command) > 1 and spec.command[1].endswith(".py"):
+        script = cwd / spec.command[1]
+        if not script.is_file():
+            raise HypotrackError(f"{where}: the script {script} does not exist")
 
 
 @contextmanager

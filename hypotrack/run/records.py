@@ -270,7 +270,13 @@ def compared_metrics(verdict: "Verdict") -> dict[str, list[str]]:
 
 def log_training_inputs(tracker, run_id: str, spec: "ArmSpec", event: dict[str, Any]) -> None:  # noqa: ANN001
     """The arm's training data as an MLflow dataset input, and the folder its model was loaded from."""
-    name, source_type, source = dataset_source(spec.data, spec.seed)
+    if spec.command:  # the script loads its own data: the command that did is its source
+        import shlex
+
+        name, source_type, source = ("training command", "code",
+                                     {"tags": {"command": shlex.join(spec.command)[:400], "seed": str(spec.seed)}})
+    else:
+        name, source_type, source = dataset_source(spec.data, spec.seed)
     digest = str(event.get("dataset_digest") or config_hash([spec])[:16])
     tracker.log_dataset(run_id, name, digest, source_type, source, event.get("dataset_rows"),
                         event.get("dataset_columns"))

@@ -44,6 +44,7 @@ class ArmState:
     reward_errors: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     phase: str = ""  # what a running arm does before its first step (e.g. building the toy model)
+    configured: bool = False  # its trainer was built (a CONFIG event came)
 
     @property
     def elapsed(self) -> float:
@@ -88,7 +89,7 @@ def _schedule(arms: list[ArmState], launcher: launchers.Launcher, parallel: int,
             events = arm.dir / "events.jsonl"
             events.unlink(missing_ok=True)
             arm.tail = EventTail(events)
-            arm.process = launcher.start(spec_path, events, arm.dir / "worker.log", arm.spec.threads)
+            arm.process = _start(launcher, arm, spec_path, events)
             arm.status, arm.started = "starting", time.time()
             running.append(arm)
         time.sleep(0.2)
@@ -103,15 +104,34 @@ def _schedule(arms: list[ArmState], launcher: launchers.Launcher, parallel: int,
             running.remove(arm)
             if not arm.done:
                 arm.status = "failed"
-                arm.error = arm.error or f"worker exited with code {code} without a result ({_log_tail(arm)})"
+                arm.error = arm.error or _no_result(arm, code)
             elif arm.status == "finished" and code != 0:
-                arm.status, arm.error = "failed", f"worker exited with code {code}"
+                arm.status, arm.error = "failed", f"worker exited with code {code} after training ({_log_tail(arm)})"
             upload_arm(tracker, arm.run_id, arm.dir)
         if display and time.time() - last_draw > 0.25:
             display(arms)
             last_draw = time.time()
     if display:
         display(arms)
+
+
+def _start(launcher: launchers.Launcher, arm: ArmState, spec_path: Path, events: Path) -> launchers.Worker:
+    if arm.spec.command:  # a command experiment: the user's own command, instrumented from outside
+        from hypotrack.run.command_launch import start_command
+
+        return start_command(arm.spec, spec_path, events, arm.dir / "worker.log", arm.spec.threads)
+    return launcher.start(spec_path, events, arm.dir / "worker.log", arm.spec.threads)
+
+
+def _no_result(arm: ArmState, code: int) -> str:
+    """Why an arm whose process ended sent no result."""
+    if not arm.spec.command:
+        return f"worker exited with code {code} without a result ({_log_tail(arm)})"
+    if code == 0 and not arm.configured:
+        return ("the command finished without creating a GRPOTrainer: hypotrack's diagnostics attach to the "
+                "GRPOTrainer (or subclass) the script builds; check that the command trains with TRL's GRPOTrainer "
+                f"({_log_tail(arm)})")
+    return f"the command exited with code {code}: {_log_tail(arm, 5)}"
 
 
 def stop_all(arms: list[ArmState], tracker) -> None:  # noqa: ANN001
@@ -155,6 +175,7 @@ def _phase(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN0
 
 def _config(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
     arm.phase = ""  # the trainer is built: training starts
+    arm.configured = True
     grpo = event.get("grpo") or {}
     tracker.log_params(arm.run_id, {f"grpo.{k}": v for k, v in grpo.items() if k in INTERESTING_GRPO})
     tracker.log_dict(arm.run_id, grpo, "resolved/grpo_config.json")
@@ -222,7 +243,7 @@ def _log_tail(arm: ArmState, lines: int = 3) -> str:
     if not log.exists():
         return "no log"
     tail = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-lines:]
-    return " | ".join(tail)[-400:] or "empty log"
+    return " | ".join(tail)[-150 * lines:] or "empty log"
 
 
 def series_by_arm(arms: list[ArmState]):  # noqa: ANN201 - verdict.Series

@@ -318,7 +318,7 @@ def check_criterion_metric(metric: str, experiment: Experiment, hypothesis: Hypo
                            patterns: list[str] | None = None) -> str | None:
     """Why a criterion's metric cannot be read on this experiment (unknown, or from another kind of run), or None."""
     patterns = metric_names.known_metric_patterns() if patterns is None else patterns
-    funcs = metric_names.reward_func_names(experiment.rewards + (hypothesis.treatment.rewards or []))
+    funcs = metric_names.reward_func_names(experiment.reward_names() + (hypothesis.treatment.rewards or []))
     message = metric_names.check_metric(metric, metric_names.expand(patterns, funcs), patterns)
     if message:
         return message

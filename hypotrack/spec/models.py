@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, create_model, field_validator,
                       model_validator)
 
+from .command import CommandSpec
 from .run_settings import RUN_SETTINGS, VALUE_BOUNDS, RunSetting, command_line
 from .triage import Triage
 from .unread import GIVEN, read_only_when
@@ -112,9 +113,13 @@ class Experiment(_Strict):
     description: str = ""
     trainer: Literal[TRAINERS] = "grpo"  # type: ignore[valid-type]
     model: str = Field(
-        description="'toy:<task>' for the embedded toy lab, a local model directory, or a hub id."
+        "", description="'toy:<task>' for the embedded toy lab, a local model directory, or a hub id "
+        "(not for a command experiment: its script loads its own model)."
     )
-    data: DataSpec
+    data: DataSpec | None = Field(None, description="Where the prompts come from (not for a command experiment).")
+    command: CommandSpec | None = Field(
+        None, description="The user's own training command instead of model/data/rewards: hypotrack starts it "
+        "with its diagnostics inside every GRPOTrainer the script creates (spec/command.py).")
     rewards: list[str] = Field(default_factory=list, description="Reward functions as 'pkg.module:func'.")
     reward_weights: list[float] | None = None
     task_reward: str | None = Field(
@@ -165,12 +170,17 @@ class Experiment(_Strict):
     @classmethod
     def _task_reward_is_a_reward(cls, value: str | None, info: ValidationInfo) -> str | None:
         rewards = info.data.get("rewards")
-        if value is not None and rewards is not None:
+        if value is not None and rewards:  # a command experiment lists none: its names are checked below
             _task_reward_index(value, rewards)  # raises for a name that is not one of the rewards
         return value
 
     @model_validator(mode="after")
     def _consistent(self) -> "Experiment":
+        if self.command is not None:
+            return self._command_consistent()
+        if not self.model or self.data is None:
+            raise ValueError("an experiment needs a 'model' and 'data' (or a 'command': the user's own training "
+                             "script)")
         if self.trainer == "grpo" and not self.rewards:
             raise ValueError("a grpo experiment needs at least one reward function in 'rewards'")
         if self.trainer == "critic" and self.critic is None:
@@ -180,9 +190,31 @@ class Experiment(_Strict):
         return self
 
 
+    def _command_consistent(self) -> "Experiment":
+        if self.trainer != "grpo":
+            raise ValueError("a command experiment trains GRPO (its script's GRPOTrainer): trainer must be grpo")
+        if self.rewards or self.model or self.plant or self.data is not None:
+            raise ValueError("a command experiment's script loads its own model, data and rewards: list the names "
+                             "its rewards are logged under in command.reward_functions (and the answers' column in "
+                             "command.reference_column), not model/data/rewards/plant")
+        names = self.command.reward_functions
+        if self.task_reward is not None and names and self.task_reward not in names:
+            raise ValueError(f"task_reward {self.task_reward!r} is not one of command.reward_functions "
+                             f"({', '.join(names)})")
+        if self.task_reward is None and not names:
+            raise ValueError("a command experiment names its task reward: task_reward: <the name TRL logs it "
+                             "under, rewards/<name>/mean>")
+        return self
+
+    def reward_names(self) -> list[str]:
+        """The reward functions by import path, or by logged name for a command experiment."""
+        if self.command is None:
+            return list(self.rewards)
+        return list(self.command.reward_functions) or [self.task_reward]
+
     def task_reward_index(self) -> int:
         """Position of the task reward in `rewards` (the first unless `task_reward` names another)."""
-        return 0 if self.task_reward is None else _task_reward_index(self.task_reward, self.rewards)
+        return 0 if self.task_reward is None else _task_reward_index(self.task_reward, self.reward_names())
 
 
 def _task_reward_index(task_reward: str, rewards: list[str]) -> int:

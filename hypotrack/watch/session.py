@@ -33,8 +33,11 @@ class Watch(TapCallback):
 
     def __init__(self, hypotheses: Iterable[str] | str | None = None, hooks: Iterable[str] | str | None = None,
                  stop_on: Iterable[str] | str | None = None, gates: bool = True, task_reward: str | None = None,
-                 reference_column: str | None = None, record: bool = True, registry: str | None = None) -> None:
+                 reference_column: str | None = None, record: bool = True, registry: str | None = None,
+                 hook_settings: dict[str, dict[str, Any]] | None = None) -> None:
         names, settings = hook_plan(hypotheses, hooks, gates)
+        for hook, values in (hook_settings or {}).items():
+            settings.setdefault(hook, {}).update(values)
         from hypotrack.hooks import build_hooks
 
         super().__init__(HookSet(build_hooks(names, settings)))

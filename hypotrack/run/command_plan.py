@@ -1,0 +1,109 @@
+"""The two command lines of a command experiment: the user's command as written (control) and with the
+hypothesis's treatment mapped onto the script's own flags (treatment).
+
+Control is the command plus what the test itself decides (the seed, the number of steps) and the setup
+flags the user gave; treatment adds every treatment change, each through its `command.treatments`
+mapping. A change without a mapping cannot reach the script, so the test is refused, naming the key and
+the experiment, before anything is recorded.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypotrack.errors import HypotrackError
+from hypotrack.spec.command import CommandSpec, render
+from hypotrack.spec.models import Experiment, Hypothesis, Overrides
+from hypotrack.spec.run_settings import SETTINGS_BY_NAME, SETUP_SETTINGS, TREATMENT_SETTINGS
+
+TREATMENT_KEYS = (*TREATMENT_SETTINGS, "set", "rewards")
+# Stands for the arm's own output folder, known when the arm starts (run/command_launch.py puts it in).
+ARM_OUTPUT = "<arm-folder>/output"
+
+
+@dataclass
+class CommandLine:
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str = ""
+
+    def shown(self) -> str:
+        """The line as a shell would take it, its environment first."""
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
+        return (env + " " if env else "") + shlex.join(self.argv)
+
+
+def command_lines(hypothesis: Hypothesis, experiment: Experiment, experiment_path: Path, cli: Overrides,
+                  resolved: dict[str, dict[str, Any]], seed: int) -> dict[str, CommandLine]:
+    """arm -> its command line for one seed; raises HypotrackError for a change the script cannot take."""
+    command = experiment.command
+    assert command is not None
+    where = f"experiment {experiment.name!r} ({experiment_path})"
+    setup = _changes(cli, SETUP_SETTINGS)
+    setup.pop("max_steps", None)  # reaches the script through command.max_steps, as the test's own count
+    treatment = {**setup, **_changes(hypothesis.treatment, None), **_changes(cli, TREATMENT_KEYS)}
+    base = _base(command, experiment_path, seed, resolved["control"]["max_steps"], where)
+    out = {}
+    for arm, changes in (("control", setup), ("treatment", treatment)):
+        line = CommandLine(list(base.argv), dict(base.env), base.cwd)
+        for key, value in changes.items():
+            _map(line, command, experiment, key, value, resolved[arm], where, hypothesis.id)
+        out[arm] = line
+    return out
+
+
+def _changes(overrides: Overrides, names: tuple[str, ...] | None) -> dict[str, Any]:
+    return {k: v for k, v in overrides.model_dump(exclude_defaults=True).items() if names is None or k in names}
+
+
+def _base(command: CommandSpec, experiment_path: Path, seed: int, max_steps: int, where: str) -> CommandLine:
+    cwd = (experiment_path.parent / (command.cwd or ".")).resolve()
+    line = CommandLine(shlex.split(command.run), dict(command.env), str(cwd))
+    for mapping, value in ((command.seed, seed), (command.max_steps, max_steps), (command.output_dir, ARM_OUTPUT)):
+        if mapping is not None:
+            args, env = render(mapping, value)
+            line.argv += args
+            line.env.update(env)
+    return line
+
+
+def _map(line: CommandLine, command: CommandSpec, experiment: Experiment, key: str, value: Any,
+         arm: dict[str, Any], where: str, hypothesis_id: str) -> None:
+    if key == "set":
+        for field_name, field_value in value.items():
+            mapping = (command.treatments.get("set") or {}).get(field_name)
+            _apply(line, mapping, field_value, None, f"set.{field_name}", where, hypothesis_id)
+        return
+    if key == "rewards":
+        raise HypotrackError(f"{where}: hypothesis {hypothesis_id} replaces the reward functions, which a command "
+                             "experiment cannot do from outside its script")
+    mapping = command.treatments.get(key)
+    factor = None
+    shown = value
+    if key.endswith("_factor"):
+        base_key = SETTINGS_BY_NAME[key].lands.split(".", 1)[1]
+        if base_key not in experiment.settings:
+            raise HypotrackError(f"{where}: hypothesis {hypothesis_id} multiplies {base_key} by {value}; declare the "
+                                 f"value the command runs with as settings.{base_key} so the factor has a base")
+        factor, shown = value, arm["grpo"][base_key]
+    _apply(line, mapping, shown, factor, key, where, hypothesis_id)
+
+
+def _apply(line: CommandLine, mapping: Any, value: Any, factor: Any, key: str, where: str, hypothesis_id: str) -> None:
+    if mapping is None:
+        top = key.split(".", 1)
+        example = (f"set: {{{top[1]}: \"--your-flag {{value}}\"}}" if len(top) == 2
+                   else f"{key}: \"--your-flag {{value}}\"")
+        raise HypotrackError(f"{where}: hypothesis {hypothesis_id}'s treatment sets {key} = {value!r}, and "
+                             f"command.treatments has no mapping for {key}; add `{example}` under command.treatments "
+                             "so the script receives it")
+    rendered = render(mapping, value, factor)
+    if rendered is None:
+        raise HypotrackError(f"{where}: command.treatments.{key} maps {', '.join(map(str, mapping))} but the treatment "
+                             f"sets {key} = {value!r}: add that value to the mapping")
+    args, env = rendered
+    line.argv += args
+    line.env.update(env)

@@ -1,0 +1,94 @@
+"""A user's own GRPO training script, as they run it: `python train_sums.py --lr 5e-3 --beta 0.04`.
+
+Its own argparse flags, its own GRPOTrainer subclass, loader and reward names, and no hypotrack import.
+The model is a local folder (--model, or MY_MODEL_DIR); the tests point it at the toy arithmetic model
+hypotrack builds locally, standing in for the user's model. `--no-trainer` exits before any trainer is
+built and `--crash-at-step N` raises inside training, as scripts with those bugs do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+
+
+def load_sums(n: int, seed: int):
+    from datasets import Dataset
+
+    rng = random.Random(f"sums-{seed}")
+    rows = []
+    for _ in range(n):
+        a, b = rng.randint(0, 49), rng.randint(0, 49)
+        rows.append({"prompt": f"{a}+{b}=", "answer": str(a + b)})
+    return Dataset.from_list(rows)
+
+
+def sum_correct(completions, answer, **kwargs):  # noqa: ANN001, ANN201 - TRL's reward signature
+    return [1.0 if re.match(rf"^\s*{a}\b", c) else 0.0 for c, a in zip(completions, answer)]
+
+
+def terse(completions, **kwargs):  # noqa: ANN001, ANN201
+    return [1.0 if re.fullmatch(r"\s*-?\d+\s*", c) else 0.0 for c in completions]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="GRPO on sums")
+    parser.add_argument("--model", default=os.environ.get("MY_MODEL_DIR"))
+    parser.add_argument("--lr", type=float, default=5e-3)
+    parser.add_argument("--beta", type=float, default=0.0)
+    # as the seed framework's scripts spell it: true (group scaling) or false (none); TRL's names work too
+    parser.add_argument("--scale-rewards", default="true",
+                        type=lambda v: {"true": "group", "false": "none"}.get(v.lower(), v))
+    parser.add_argument("--no-peft", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-steps", type=int, default=50)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--num-generations", type=int, default=4)
+    parser.add_argument("--output-dir", default="outputs/sums")
+    parser.add_argument("--no-trainer", action="store_true")
+    parser.add_argument("--crash-at-step", type=int, default=0)
+    args = parser.parse_args()
+    if args.no_trainer:
+        print("nothing to train: --no-trainer")
+        return
+
+    import torch
+    from peft import LoraConfig
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    class SumsTrainer(GRPOTrainer):
+        """The user's subclass: counts its rollouts (a seam hypotrack also wraps)."""
+
+        def __init__(self, *a, **k):  # noqa: ANN002, ANN003
+            super().__init__(*a, **k)
+            self.rollouts = 0
+
+        def _generate_and_score_completions(self, inputs):  # noqa: ANN001
+            self.rollouts += 1
+            return super()._generate_and_score_completions(inputs)
+
+    class CrashAt(TrainerCallback):
+        def on_step_end(self, a, state, control, **k):  # noqa: ANN001
+            if args.crash_at_step and state.global_step >= args.crash_at_step:
+                raise RuntimeError(f"the grading service went away at step {state.global_step}")
+
+    config = GRPOConfig(
+        output_dir=args.output_dir, use_cpu=True, report_to="none", seed=args.seed, data_seed=args.seed,
+        max_steps=args.max_steps, learning_rate=args.lr, beta=args.beta, scale_rewards=args.scale_rewards,
+        per_device_train_batch_size=args.batch_size, num_generations=args.num_generations, max_completion_length=6,
+        loss_type="dapo", temperature=1.0, lr_scheduler_type="constant", logging_steps=1, save_strategy="no",
+        bf16=False, dataloader_num_workers=0, disable_tqdm=True, reward_weights=[1.0, 0.1],
+        model_init_kwargs={"dtype": torch.float32})
+    lora = None if args.no_peft else LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj",
+                                                                                    "o_proj"], task_type="CAUSAL_LM")
+    trainer = SumsTrainer(model=args.model, reward_funcs=[sum_correct, terse], args=config,
+                          train_dataset=load_sums(256, args.seed), peft_config=lora, callbacks=[CrashAt()])
+    trainer.train()
+    print(f"trained {trainer.state.global_step} steps, {trainer.rollouts} rollouts")
+
+
+if __name__ == "__main__":
+    main()
