@@ -40,8 +40,9 @@ REPO_EXPERIMENTS = REPO / "experiments"
 # Small runs as in test_runner_faults. A run that is never interrupted (the other run of a double
 # trial, the surviving arm of a killed worker) trains MAX_STEPS to its end, so MAX_STEPS stays modest,
 # yet far above the step 1..4 where interrupts land plus the poll's lag: on a quiet machine the toy trains 16
-# steps in about a second, which a SIGKILL sent after the poll saw step 1 could miss.
-MAX_STEPS = 40
+# steps in about a second, which a SIGKILL sent after the poll saw step 1 could miss, and a worker forked
+# from the forkserver reaches its first step within a second of starting.
+MAX_STEPS = 120
 COMMON = ["--seeds", "1", "--batch-size", "8", "--num-generations", "4", "--parallel", "2",
           "--max-steps", str(MAX_STEPS)]
 # Most runs train the control arm alone (one worker): a worker's start costs ~12 CPU-seconds (imports), and

@@ -57,8 +57,13 @@ class Launcher:
         return worker_env(threads)
 
     def start(self, spec_path: Path, events_path: Path, log_path: Path, threads: int) -> Worker:
-        env = {**os.environ, **self.environment(threads), EVENTS_ENV: str(events_path)}
-        return ProcessWorker(spawn(self.command(spec_path), env, log_path))
+        extra = {**self.environment(threads), EVENTS_ENV: str(events_path)}
+        if type(self) is Launcher:  # a plain local worker: fork it from the process that imported TRL once
+            from hypotrack.run import forkserver
+
+            if forkserver.enabled():
+                return forkserver.start(spec_path, extra, log_path)
+        return ProcessWorker(spawn(self.command(spec_path), {**os.environ, **extra}, log_path))
 
     def close(self) -> None:
         """Release what the launcher holds (a Ray connection); local processes need nothing."""

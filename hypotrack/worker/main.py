@@ -27,7 +27,7 @@ class Stopped(BaseException):
     """Raised in the training loop by SIGTERM/SIGINT so the arm ends as killed, cleanly."""
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Ask Linux to SIGTERM this worker when the runner dies (even by SIGKILL)."""
     if not sys.platform.startswith("linux"):
         return
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     spec = ArmSpec.model_validate_json(Path(argv[0]).read_text())
     events = EventWriter.from_env()
-    _die_with_parent()
+    die_with_parent()
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     out_dir = Path(spec.output_dir)

@@ -1,0 +1,20 @@
+"""What a forkserver imports once, so each worker forked from it starts without importing them again.
+
+The heavy part of a worker's start-up is importing torch, transformers, peft and TRL (about 5 s on this
+project's 2-core machine). None of these imports initialises CUDA, so forking after them is safe; the
+runner never forks from a process that has (run/forkserver.py checks).
+"""
+
+import os
+
+# As in worker/main.py, before transformers is imported: the worker never talks to MLflow.
+os.environ.setdefault("DISABLE_MLFLOW_INTEGRATION", "TRUE")
+
+import peft  # noqa: E402,F401
+import torch  # noqa: E402,F401
+import transformers  # noqa: E402,F401
+import trl  # noqa: E402,F401
+from trl.trainer import grpo_trainer  # noqa: E402,F401 - TRL imports its trainers lazily
+
+import hypotrack.worker.grpo_arm  # noqa: E402,F401
+import hypotrack.worker.main  # noqa: E402,F401
