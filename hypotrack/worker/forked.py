@@ -42,9 +42,10 @@ def _end_with(runner_pid: int) -> None:
     """SIGTERM this worker when the runner process ends (however it ends)."""
     try:
         runner = os.pidfd_open(runner_pid)
-    except OSError:  # gone already (or no pidfd on this kernel: fall back to the forkserver's own end)
-        if not _alive(runner_pid):
-            os.kill(os.getpid(), signal.SIGTERM)
+    except ProcessLookupError:  # gone already
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    except OSError:  # no pidfd on this kernel: the forkserver's own end is the only signal left
         return
 
     def wait() -> None:
@@ -52,13 +53,3 @@ def _end_with(runner_pid: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=wait, name="hypotrack-runner-watch", daemon=True).start()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
