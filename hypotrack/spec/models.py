@@ -178,9 +178,10 @@ class Experiment(_Strict):
     def _consistent(self) -> "Experiment":
         if self.command is not None:
             return self._command_consistent()
-        if not self.model or self.data is None:
-            raise ValueError("an experiment needs a 'model' and 'data' (or a 'command': the user's own training "
-                             "script)")
+        missing = [key for key, value in (("model", self.model), ("data", self.data)) if not value]
+        if missing:
+            raise ValueError(f"{' and '.join(repr(k) for k in missing)} missing: an experiment needs a model and its "
+                             "data (or a 'command': the user's own training script, which loads both)")
         if self.trainer == "grpo" and not self.rewards:
             raise ValueError("a grpo experiment needs at least one reward function in 'rewards'")
         if self.trainer == "critic" and self.critic is None:
