@@ -45,7 +45,7 @@ def command_lines(hypothesis: Hypothesis, experiment: Experiment, experiment_pat
     setup = _changes(cli, SETUP_SETTINGS)
     setup.pop("max_steps", None)  # reaches the script through command.max_steps, as the test's own count
     treatment = {**setup, **_changes(hypothesis.treatment, None), **_changes(cli, TREATMENT_KEYS)}
-    base = _base(command, experiment_path, seed, resolved["control"]["max_steps"], where)
+    base = _base(command, experiment_path, seed, resolved["control"]["max_steps"])
     out = {}
     for arm, changes in (("control", setup), ("treatment", treatment)):
         line = CommandLine(list(base.argv), dict(base.env), base.cwd)
@@ -59,7 +59,7 @@ def _changes(overrides: Overrides, names: tuple[str, ...] | None) -> dict[str, A
     return {k: v for k, v in overrides.model_dump(exclude_defaults=True).items() if names is None or k in names}
 
 
-def _base(command: CommandSpec, experiment_path: Path, seed: int, max_steps: int, where: str) -> CommandLine:
+def _base(command: CommandSpec, experiment_path: Path, seed: int, max_steps: int) -> CommandLine:
     cwd = (experiment_path.parent / (command.cwd or ".")).resolve()
     line = CommandLine(shlex.split(command.run), dict(command.env), str(cwd))
     for mapping, value in ((command.seed, seed), (command.max_steps, max_steps), (command.output_dir, ARM_OUTPUT)):

@@ -61,8 +61,9 @@ def triage_fixture() -> list[Triaged]:
             folder = Path(tmp) / name
             folder.mkdir()
             (folder / "trainer_state.json").write_text(json.dumps({"log_history": run["log_history"]}))
-            report = triage_log(read_source(str(folder)), hypotheses, task_reward=run["task_reward"])
-            log = canonical(read_source(str(folder))).log
+            source = read_source(str(folder))
+            report = triage_log(source, hypotheses, task_reward=run["task_reward"])
+            log = canonical(source).log  # triage_log ranks on its own renamed copy; this one is for the check
             add_derived(log, assign_roles(log, reward_functions(log), run["task_reward"]))
             out.append(Triaged(
                 name, run["half"], run["expected"],
