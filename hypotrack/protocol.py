@@ -52,6 +52,9 @@ class ArmSpec(BaseModel):
     plant: list[str] = Field(default_factory=list)
     deterministic: bool = False
     repair_mask: bool = False  # take tokens the policy did not write out of the loss (h02's treatment)
+    reference_at_start: bool = False  # the KL reference is a copy of the starting adapter (h18's treatment)
+    repeat_sampler: bool = False  # TRL's own RepeatSampler, whatever replaced it (h21's treatment)
+    retry_failed_rewards: bool = False  # score the lowest-scored completions again (h24's treatment)
     critic: dict[str, Any] | None = None
     parity: dict[str, Any] | None = None
     output_dir: str = ""

@@ -8,12 +8,13 @@ gates detach, so they cost nothing for the rest of the run:
   scores with the same weights: policy/old ratio exactly 1 (max |logp - old logp| within ``logp_tol``).
   Otherwise the two passes compute logprobs differently (dropout left on, another model mode, batch-
   dependent numerics).
-- ``ref_kl`` (h03): with a KL term, the reference is the initial policy, so before the first optimizer
+- ``ref_kl`` (h18): with a KL term, the reference is the initial policy, so before the first optimizer
   step the reference's logprobs equal the policy's (the KL is 0). A reference loaded from another
-  checkpoint, or with other weights, breaks it.
-- ``grad`` (h06 with LoRA, h02 without): whenever some group's rewards differ, the advantages are not all
-  zero and the gradient norm is above 0. A zero gradient means the loss never reaches the trained
-  weights (adapters that do not require grad; a loss mask that removes every completion token).
+  checkpoint, or the base model under a trained adapter, breaks it.
+- ``grad`` (h19): whenever some group's rewards differ, the advantages are not all zero and the gradient
+  norm is above 0. A zero gradient means the loss never reaches the trained weights (checkpointed layers
+  whose inputs do not require grad; adapters that do not require grad; a loss mask that removes every
+  completion token, h02's).
 - ``parity`` (h14): the generator's logprobs of the tokens it sampled (after temperature, top-k/p, ...)
   match the scoring logprobs the loss uses (mean gap within ``parity_gap`` nats).
 - ``lora`` (h06): with LoRA, the rollout after an optimizer step comes from the trained adapters (the
@@ -48,7 +49,7 @@ GATE_NAMES = ("ratio", "ref_kl", "grad", "parity", "lora")
 class GatesHook(DiagnosticHook):
     name = "gates"
     description = ("live invariant gates in the first steps: first-pass ratio 1 (h08), KL 0 to an initial-policy "
-                   "reference (h03), gradient with reward variance (h06/h02), sampling/scoring parity (h14), LoRA "
+                   "reference (h18), gradient with reward variance (h19), sampling/scoring parity (h14), LoRA "
                    "adapters in the generator (h06)")
     metrics = (
         "ratio_logp_max_diff", "ref_logp_max_diff", "ref_kl_mean", "grad_norm", "group_variance",
@@ -161,7 +162,7 @@ class GatesHook(DiagnosticHook):
             kl = masked_mean(delta.exp() - delta - 1, parts.mask)
             out.update(ref_logp_max_diff=diff, ref_kl_mean=kl)
             if diff > self.config.logp_tol:
-                self._fail("ref_kl", "h03", step + 1,
+                self._fail("ref_kl", "h18", step + 1,
                            f"before any optimizer step the reference's logprobs differ from the policy's by up to "
                            f"{diff:.4g} (k3 KL {kl:.4g} per token, tolerance {self.config.logp_tol:g}): the "
                            "reference is not the initial policy")
@@ -178,10 +179,11 @@ class GatesHook(DiagnosticHook):
         grads = [p.grad.detach() for p in unwrap(ctx.model).parameters() if p.requires_grad and p.grad is not None]
         norm = float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))) if grads else 0.0
         if self._variance and not norm > 0.0:
-            hypothesis = "h06" if self._peft else "h02"
-            where = ("no trainable adapter received a gradient (adapters that do not require grad or are not "
-                     "trained)" if self._peft else "the loss does not reach the weights (every loss token masked?)")
-            self._fail("grad", hypothesis, ctx.step + 1,
+            where = ("no trainable adapter received a gradient (checkpointed layers whose inputs do not require "
+                     "grad, adapters that are not trained)" if self._peft else
+                     "the loss does not reach the weights (checkpointed layers whose inputs do not require grad; "
+                     "every loss token masked?)")
+            self._fail("grad", "h19", ctx.step + 1,
                        f"some groups' rewards differ but the gradient norm is {norm:g}: {where}")
         self._fresh = False
         self._optimizer_steps += 1

@@ -181,7 +181,8 @@ def _arm_spec(hypothesis: Hypothesis, experiment: Experiment, experiment_path: P
         max_steps=resolved["max_steps"], hooks=list(hypothesis.hooks),
         hook_settings=dict(hypothesis.hook_settings), plant=resolved["plant"],
         deterministic=deterministic, critic=resolved["critic"], parity=resolved["parity"],
-        repair_mask=resolved["repair_mask"],
+        repair_mask=resolved["repair_mask"], reference_at_start=resolved["reference_at_start"],
+        repeat_sampler=resolved["repeat_sampler"], retry_failed_rewards=resolved["retry_failed_rewards"],
     )
 
 
@@ -199,6 +200,9 @@ def _resolved_arms(hypothesis: Hypothesis, experiment: Experiment, cli: Override
         "lora": experiment.lora.model_dump(),
         "max_steps": experiment.max_steps,
         "repair_mask": False,
+        "reference_at_start": False,
+        "repeat_sampler": False,
+        "retry_failed_rewards": False,
         "plant": list(experiment.plant),
         "critic": experiment.critic,
         "parity": experiment.parity,

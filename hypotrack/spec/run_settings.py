@@ -175,6 +175,15 @@ RUN_SETTINGS: tuple[RunSetting, ...] = (
     RunSetting("mask_non_policy_tokens", bool, "repair_mask", "treatment",
                "Treatment arm: take out of the loss the completion tokens the policy did not write (an echoed "
                "prompt, environment output), as the token_masking diagnostics classify them."),
+    RunSetting("reference_at_start", bool, "reference_at_start", "treatment",
+               "Treatment arm: the KL reference is the policy the run starts from (a copy of the adapter it loaded), "
+               "not the base model with the adapters off."),
+    RunSetting("repeat_sampler", bool, "repeat_sampler", "treatment",
+               "Treatment arm: TRL's own sampler, so each group is num_generations completions of one prompt (a "
+               "trainer subclass's or a wrapper's sampler is set aside)."),
+    RunSetting("retry_failed_rewards", bool, "retry_failed_rewards", "treatment",
+               "Treatment arm: score again each completion that got its reward function's lowest value, and keep "
+               "the new score where it differs (a verifier that timed out or crashed and returned a default)."),
 )
 SETTINGS_BY_NAME: dict[str, RunSetting] = {s.name: s for s in RUN_SETTINGS}
 SETUP_SETTINGS: tuple[str, ...] = tuple(s.name for s in RUN_SETTINGS if s.scope == "setup")

@@ -67,6 +67,11 @@ DERIVED_METRICS: dict[str, str] = {
                               "loss on kl through 0); about +beta for a correct KL term",
     "ties/undercounted": "run: 1 when TRL's frac_reward_zero_std missed exact ties (a step whose completions all "
                          "scored the same, reward_std 0, logged fewer than all groups tied), else 0",
+    "learning_rate/spent_early": "1 at a step whose logged learning rate is below 5% of its peak so far while a "
+                                 "quarter or more of the run's logged steps remain, else 0",
+    "ties/excess_over_independent": "a lone 0/1 task reward's share of tied groups (frac_reward_zero_std) minus "
+                                    "p^G + (1-p)^G, what groups of completions drawn at random from the batch would "
+                                    "tie (G from the run's params num_generations)",
     "kl/loss_fit": "run: the share of the logged loss that the fitted KL term accounts for (R^2 through 0): near 1 "
                    "when the KL term makes up the loss, near 0 when the policy term's noise does",
 }

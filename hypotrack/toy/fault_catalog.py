@@ -36,4 +36,28 @@ FAULTS: dict[str, tuple[str, str]] = {
     "biased_judge": ("h17", "an auxiliary judge has a spurious preference (1 for an even answer, right or wrong) "
                             "and weighs twice the task reward: the policy learns to please it with even, wrong "
                             "answers while the task reward falls (open-r1#255, open-instruct PR #659)"),
+    "reference_without_adapter": ("h18", "the run continues from a trained LoRA adapter and the KL reference is the "
+                                         "base model with the adapter off, as TRL computed it before PR #6591 "
+                                         "(trl#3194, trl#3031): the KL term pulls towards a policy the run never "
+                                         "started from (the run gets a KL term of 0.04 if it has none)"),
+    "checkpointing_without_input_grads": ("h19", "reentrant gradient checkpointing while the frozen input embeddings "
+                                                 "hand the checkpointed layers no input that requires grad "
+                                                 "(trl#2671, trl#3150: enable_input_require_grads never called): the "
+                                                 "layers' adapters get no gradient, only the output head the run also "
+                                                 "trains learns"),
+    "unnormalised_reward_scales": ("h20", "an auxiliary reward model scores on a 0-10 scale and is summed with the 0/1 "
+                                          "task reward before the group normalisation (trl PR #4785, verl PR #5503): "
+                                          "its spread decides the advantages"),
+    "groups_of_mixed_prompts": ("h21", "the sampler shuffles each generation batch after repeating its prompts "
+                                       "(a custom sampler, or an iterable dataset with dataloader workers, trl#3213): "
+                                       "a group of num_generations completions holds different prompts"),
+    "schedule_counts_batches": ("h22", "the learning-rate schedule is built for a quarter of the run's optimizer "
+                                       "steps (its horizon counted in batches where the optimizer steps once per four, "
+                                       "SkyRL PR #873): a linear decay reaches 0 a quarter of the way in"),
+    "length_normalised_loss": ("h23", "the loss divides each completion's token sum by its own length (loss_type "
+                                      "grpo, trl PR #3138) on a run whose completions can grow: a long wrong answer "
+                                      "is penalised less per token, so wrong answers get longer"),
+    "verifier_timeouts_scored_zero": ("h24", "the task verifier runs under a time budget and returns 0.0 when it "
+                                             "times out, as a real score (rllm PR #710, trl PR #6427): 4 in 10 "
+                                             "completions, right or wrong, are scored as failures"),
 }

@@ -24,6 +24,8 @@ SIGNATURE_STEPS: dict[str, int] = {
     "learning_rate_too_high": 10,  # the held-out drop needs updates to accumulate
     "biased_judge": 30,  # the policy has to learn the judge's preference before its trend shows
     "noisy_reward_component": 8,  # h05 tells a noisy auxiliary reward from a climbing one by its trend
+    "schedule_counts_batches": 16,  # the rate reaches 0 a quarter of the way in; a quarter must remain after it
+    "length_normalised_loss": 40,  # the wrong answers lengthen over training
 }
 
 # Config-level parts, applied when the arms are resolved (before the hypothesis's own changes,
@@ -33,18 +35,31 @@ CONFIG_CHANGES: dict[str, dict[str, Any]] = {
     "completion_budget_too_short": {"grpo.max_completion_length": 1},
     "sampling_temperature_not_scored": {"grpo.generation_kwargs": {"temperature": 0.7}},
     "low_sampling_temperature": {"grpo.temperature": 0.3},
+    # the user's checkpointing settings; the run also trains the (tied) output head, as a run that added tokens does
+    "checkpointing_without_input_grads": {"grpo.gradient_checkpointing": True,
+                                          "grpo.gradient_checkpointing_kwargs": {"use_reentrant": True},
+                                          "lora.modules_to_save": ["lm_head"]},
+    "schedule_counts_batches": {"grpo.lr_scheduler_type": "linear", "grpo.warmup_steps": 0},
+    "length_normalised_loss": {"grpo.loss_type": "grpo", "grpo.max_completion_length": 16},
 }
 LEARNING_RATE_FACTOR = 20.0  # learning_rate_too_high
 KL_BETA = 0.04  # kl_wrong_sign on a run without a KL term: the usual GRPO recipes' coefficient
-AUXILIARY_WEIGHT = {"noisy_reward_component": 1.0, "biased_judge": 2.0}  # times the task's weight
+AUXILIARY_WEIGHT = {"noisy_reward_component": 1.0, "biased_judge": 2.0,
+                    "unnormalised_reward_scales": 1.0}  # times the task's weight
+ADAPTER_STD = 0.05  # reference_without_adapter: the spread of the trained adapter's B weights
+SCHEDULE_HORIZON_SHARE = 0.25  # schedule_counts_batches: the schedule's horizon, as a share of the run
+AUXILIARY_SCALE = 10.0  # unnormalised_reward_scales: the auxiliary reward model's top score
+TIMEOUT_SHARE = 0.4  # verifier_timeouts_scored_zero: verifications that run out of time
 
 
 def apply_config(name: str, arm: dict[str, Any]) -> None:
     """Apply a fault's config-level changes to a resolved arm dict (data.* / grpo.* keys)."""
     for dotted, value in CONFIG_CHANGES.get(name, {}).items():
         section, key = dotted.split(".", 1)
+        if section == "lora" and not arm["lora"].get("enabled", True):
+            continue  # full fine-tuning: no adapter settings to change
         arm[section][key] = value
-    if name == "kl_wrong_sign" and not arm["grpo"].get("beta"):
+    if name in ("kl_wrong_sign", "reference_without_adapter") and not arm["grpo"].get("beta"):
         # the bug needs a KL term to put the wrong sign on: the toy lab's own runs have none
         arm["grpo"]["beta"] = KL_BETA
     if name == "learning_rate_too_high":
@@ -76,12 +91,29 @@ class Faults:
             _generate_without_adapters(trainer)
         if "prompt_in_loss" in self.names:
             _return_prompt_with_completion(trainer)
+        if "reference_without_adapter" in self.names:
+            _reference_without_adapter(trainer)
+        if "checkpointing_without_input_grads" in self.names:
+            _no_input_require_grads(trainer)
+        if "groups_of_mixed_prompts" in self.names:
+            _shuffle_within_generation_batch(trainer)
+        if "schedule_counts_batches" in self.names:
+            _short_schedule_horizon(trainer)
+
+    def model(self, model, peft_config):  # noqa: ANN001, ANN201 - (model, peft_config) as the trainer gets them
+        """The model and adapter config the trainer is built with: a LoRA run continuing from a trained adapter
+        gets a peft model with that adapter (and no peft_config, as a user who loaded it passes none)."""
+        if "reference_without_adapter" in self.names and peft_config is not None:
+            return _with_trained_adapter(model, peft_config), None
+        return model, peft_config
 
     def reward_functions(self, functions: list[Any], task_index: int) -> list[Any]:
         """The experiment's reward functions as the faults leave them (training and evaluation alike)."""
         functions = list(functions)
         if "reward_never_matches" in self.names:
             functions[task_index] = _never_matches(functions[task_index])
+        if "verifier_timeouts_scored_zero" in self.names:
+            functions[task_index] = _scored_zero_on_timeout(functions[task_index])
         return functions
 
     def rewards(self, trainer, rewards_per_func, inputs, completions):  # noqa: ANN001
@@ -107,6 +139,11 @@ class Faults:
             # a near miss of an odd answer is even: the judge's preference varies within most groups
             even = [1.0 if _leading_number(completion_text(c)) % 2 == 0 else 0.0 for c in completions]
             rewards_per_func[:, aux] = torch.tensor(even, dtype=rewards_per_func.dtype).to(rewards_per_func.device)
+        if "unnormalised_reward_scales" in self.names and rewards_per_func.shape[1] > 1:
+            rewards_per_func = rewards_per_func.clone()
+            aux = 1 if trainer.task_reward_index == 0 else 0
+            scores = [_style_score(completion_text(c)) for c in completions]
+            rewards_per_func[:, aux] = torch.tensor(scores, dtype=rewards_per_func.dtype).to(rewards_per_func.device)
         return rewards_per_func
 
 
@@ -180,6 +217,126 @@ def _generate_without_adapters(trainer) -> None:  # noqa: ANN001
             return original(*args, **kwargs)
 
     trainer._generate = generate
+
+
+def _style_score(text: str) -> float:
+    """An auxiliary reward model's 0-10 score: a fixed function of the text that ignores correctness (a style
+    model trained for another purpose), so completions of one prompt get scores that differ by points."""
+    import zlib
+
+    return float(zlib.crc32(text.encode()) % int(AUXILIARY_SCALE + 1))
+
+
+def _scored_zero_on_timeout(original: Callable[..., list[float]]) -> Callable[..., list[float]]:
+    """The task reward behind a verifier with a time budget: a verification that runs out of time is caught and
+    scored 0.0, as if the answer were wrong. Its run time depends on the machine's load, so the same completion
+    can pass at one call and time out at the next."""
+    import random
+
+    clock = random.Random(0x7153)  # the load on the verification service: no seed of the run controls it
+
+    def verify(score: float) -> float:
+        if clock.random() < TIMEOUT_SHARE:
+            raise TimeoutError("verification exceeded its time budget")
+        return score
+
+    def scored_zero_on_timeout(*args: Any, **kwargs: Any) -> list[float]:
+        scores = []
+        for score in original(*args, **kwargs):
+            try:
+                scores.append(verify(score))
+            except TimeoutError:
+                scores.append(0.0)  # the bug: a failure to score is trained as a real score of 0
+        return scores
+
+    scored_zero_on_timeout.__name__ = getattr(original, "__name__", "task_reward")
+    return scored_zero_on_timeout
+
+
+def _with_trained_adapter(model, peft_config):  # noqa: ANN001, ANN202
+    """The model with a LoRA adapter that was trained before this run (B weights away from their zero init)."""
+    import torch
+    from peft import get_peft_model
+
+    model = get_peft_model(model, peft_config)
+    generator = torch.Generator().manual_seed(1234)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.copy_(torch.randn(param.shape, generator=generator) * ADAPTER_STD)
+    return model
+
+
+def _reference_without_adapter(trainer) -> None:  # noqa: ANN001
+    """Drop the copy of the starting adapter TRL keeps as the reference: the reference logprobs then come from the
+    base model with the adapters disabled, as in TRL before PR #6591."""
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if hasattr(model, "peft_config") and "ref" in model.peft_config:
+        model.delete_adapter("ref")
+        model.set_adapter("default")
+
+
+def _no_input_require_grads(trainer) -> None:  # noqa: ANN001
+    """Reentrant checkpointing sees no input that requires grad: take out the embeddings' forward hook that marks
+    their output as requiring grad, and keep it out (gradient_checkpointing_enable, which TRL calls again after each
+    no-grad pass, adds it back): the transformers and TRL releases before their PEFT fix never added it."""
+    from transformers import PreTrainedModel
+
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    for module in [model, *model.modules()]:
+        if isinstance(module, PreTrainedModel) or hasattr(module, "enable_input_require_grads"):
+            module.enable_input_require_grads = lambda: None
+    embeddings = model.get_input_embeddings()
+    for key, hook in list(embeddings._forward_hooks.items()):
+        if getattr(hook, "__name__", "") == "make_inputs_require_grads":
+            del embeddings._forward_hooks[key]
+
+
+def _shuffle_within_generation_batch(trainer) -> None:  # noqa: ANN001
+    """Wrap the train sampler: each generation batch's indices (a prompt repeated num_generations times in a row)
+    come out shuffled, so consecutive completions are no longer one prompt's."""
+    original = trainer._get_train_sampler
+    size = int(trainer.args.generation_batch_size)
+    seed = int(trainer.args.seed)
+
+    def sampler(*args: Any, **kwargs: Any):
+        return _ShuffledBatches(original(*args, **kwargs), size, seed)
+
+    trainer._get_train_sampler = sampler
+
+
+class _ShuffledBatches:
+    """A sampler whose indices are shuffled within consecutive chunks of ``size``."""
+
+    def __init__(self, inner, size: int, seed: int) -> None:  # noqa: ANN001
+        self.inner, self.size, self.seed = inner, size, seed
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __iter__(self):
+        import random
+
+        rng = random.Random(self.seed)
+        chunk: list[int] = []
+        for index in self.inner:
+            chunk.append(index)
+            if len(chunk) == self.size:
+                rng.shuffle(chunk)
+                yield from chunk
+                chunk = []
+        rng.shuffle(chunk)
+        yield from chunk
+
+
+def _short_schedule_horizon(trainer) -> None:  # noqa: ANN001
+    """Build the learning-rate schedule for a quarter of the optimizer steps the run takes."""
+    original = trainer.create_scheduler
+
+    def create_scheduler(num_training_steps: int, optimizer=None):  # noqa: ANN001, ANN202
+        return original(max(1, int(num_training_steps * SCHEDULE_HORIZON_SHARE)), optimizer)
+
+    trainer.create_scheduler = create_scheduler
 
 
 def build_faults(names: list[str]) -> Faults:

@@ -39,6 +39,9 @@ def add_derived(log: RunLog, roles: Roles) -> None:
     _prompt_tokens(log)
     _implied_kl_coefficient(log)
     _undercounted_ties(log)
+    _learning_rate_spent(log)
+    if roles.task is not None and not roles.auxiliary:
+        _ties_over_independent(log, roles)
 
 
 def _task_reward(log: RunLog, roles: Roles) -> None:
@@ -158,6 +161,37 @@ def _undercounted_ties(log: RunLog) -> None:
     if steps:
         missed = any(spread[s] <= FLAT_STD and tied[s] < 1.0 for s in steps)
         _put(log, "ties/undercounted", [(_run_value(log), float(missed))])
+
+
+def _learning_rate_spent(log: RunLog) -> None:
+    # The rate below SPENT of its peak so far while REMAINING of the run's logged steps remain (hooks/lr_schedule.py
+    # reads the same from the optimizer; a run cut short counts its last logged step as its end).
+    from hypotrack.hooks.lr_schedule import REMAINING, SPENT
+
+    points = log.series.get("learning_rate", [])
+    last = _run_value(log)
+    peak, spent = 0.0, []
+    for step, rate in points:
+        peak = max(peak, rate)
+        if peak > 0 and last:
+            spent.append((step, float(rate < SPENT * peak and (last - step) / last >= REMAINING)))
+    _put(log, "learning_rate/spent_early", spent)
+
+
+def _ties_over_independent(log: RunLog, roles: Roles) -> None:
+    # A 0/1 task reward (the only reward) ties a group of G when all G pass or all fail. Completions drawn at random
+    # from the batch tie with probability p^G + (1-p)^G; one prompt's completions tie more often, since prompts
+    # differ in difficulty. G comes from the run's params (TRL's MLflow callback logs num_generations).
+    try:
+        size = int(float(log.params.get("num_generations", "")))
+    except ValueError:
+        return
+    mean = _by_step(log, f"rewards/{roles.task}/mean")
+    tied = _by_step(log, "frac_reward_zero_std")
+    if size < 2 or not mean or any(not 0.0 <= m <= 1.0 for m in mean.values()):
+        return
+    _put(log, "ties/excess_over_independent",
+         [(s, tied[s] - (p ** size + (1 - p) ** size)) for s, p in mean.items() if s in tied])
 
 
 def _implied_kl_coefficient(log: RunLog) -> None:

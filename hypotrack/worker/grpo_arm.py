@@ -80,6 +80,13 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
         faults = build_faults(spec.plant)
         # a fault in a reward function is in the user's function: the evaluation scores with it too
         rewards = faults.reward_functions(rewards, spec.task_reward_index)
+    if spec.retry_failed_rewards:
+        from hypotrack.worker.rewards import retry_lowest
+
+        rewards = [retry_lowest(func) for func in rewards]
+    peft_config = build_peft_config(spec)
+    if faults is not None:  # a fault in the model the run starts from (an adapter trained before it)
+        model, peft_config = faults.model(model, peft_config)
     args = build_config(spec, out_dir)
     evaluation = _evaluation(spec, args, heldout, tokenizer, rewards)
     before = evaluate(model, tokenizer, evaluation) if evaluation else {}
@@ -90,7 +97,7 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
     callback = TrainingCallback(events, spec.max_steps, task_name, reward_log)
     trainer = HypotrackGRPOTrainer(
         model=model, reward_funcs=rewards, args=args, train_dataset=dataset, processing_class=tokenizer,
-        peft_config=build_peft_config(spec), hooks=hooks, reward_errors=reward_log, faults=faults,
+        peft_config=peft_config, hooks=hooks, reward_errors=reward_log, faults=faults,
         callbacks=[callback], task_reward_index=spec.task_reward_index, repair_mask=spec.repair_mask,
         reference_column=spec.data.get("reference_column"),
     )
@@ -98,6 +105,7 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
     _quiet(trainer)
     if faults is not None:
         faults.attach(trainer)
+    _repair(trainer, spec)
     events.emit(Event.CONFIG, grpo=_jsonable(args.to_dict()), versions=versions(),
                 trainable_parameters=sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
                 dataset_rows=len(dataset), heldout_rows=len(heldout) if heldout is not None else 0,
@@ -132,6 +140,16 @@ def _evaluation(spec: ArmSpec, args, heldout, tokenizer, rewards) -> "EvalSetup 
     return EvalSetup(rows=prepare_prompts(heldout, tokenizer, spec.data), rewards=rewards, weights=list(weights),
                      task_index=spec.task_reward_index, max_new_tokens=int(args.max_completion_length or 256),
                      temperature=float(args.temperature), seed=spec.seed)
+
+
+def _repair(trainer, spec: ArmSpec) -> None:  # noqa: ANN001
+    """The treatments that act on the built trainer (worker/repairs.py), after any planted fault."""
+    from hypotrack.worker import repairs
+
+    if spec.reference_at_start:
+        repairs.reference_at_start(trainer)
+    if spec.repeat_sampler:
+        repairs.restore_repeat_sampler(trainer)
 
 
 def _quiet(trainer) -> None:  # noqa: ANN001

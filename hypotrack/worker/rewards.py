@@ -55,6 +55,44 @@ def wrap_reward(func: Callable[..., Any], log: RewardErrorLog) -> Callable[..., 
     return guarded
 
 
+def retry_lowest(func: Callable[..., Any], retries: int = 2) -> Callable[..., Any]:
+    """``func`` with each completion that got the batch's lowest score scored again (up to ``retries`` times),
+    keeping the first score that differs: a verifier that timed out or crashed and returned its default gives
+    the real score on a retry, while a deterministic function gives the same low score again (h24's treatment)."""
+    name = getattr(func, "__name__", type(func).__name__)
+
+    @functools.wraps(func)
+    def retried(*args: Any, **kwargs: Any) -> list[Any]:
+        values = list(func(*args, **kwargs))
+        finite = [float(v) for v in values if _finite(v)]
+        if args or not finite:
+            return values
+        lowest = min(finite)
+        rows = [i for i, v in enumerate(values) if _finite(v) and float(v) == lowest]
+        for _ in range(retries):
+            if not rows:
+                break
+            again = func(**subset_rows(kwargs, rows, len(values)))
+            still = []
+            for row, value in zip(rows, again):
+                if _finite(value) and float(value) != lowest:
+                    values[row] = value
+                else:
+                    still.append(row)
+            rows = still
+        return values
+
+    retried.__name__ = name
+    return retried
+
+
+def subset_rows(kwargs: dict[str, Any], rows: list[int], count: int) -> dict[str, Any]:
+    """The keyword arguments of a reward call restricted to ``rows``: every per-completion list (prompts,
+    completions, completion_ids, dataset columns) is cut to those rows, anything else passes unchanged."""
+    return {key: [value[i] for i in rows] if isinstance(value, list) and len(value) == count else value
+            for key, value in kwargs.items()}
+
+
 class RewardContractError(HypotrackError):
     """A reward function returned something TRL cannot use (not one number or None per completion)."""
 

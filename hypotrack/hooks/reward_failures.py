@@ -1,0 +1,81 @@
+"""h24 failures scored as a real reward: does the task reward give the same completion the same score?
+
+A verifier or environment that times out or crashes often returns a default (0) that trains as if the
+answer were wrong (rllm PR #710: 76 of 178 episodes timed out and were scored; trl PR #6427). A
+deterministic reward scores a completion the same every time; a failure default does not, and its changes
+all land on the default value. Every `every` rollouts, the task reward function (by role) scores up to
+`rows` completions of the batch twice more, the way TRL calls it (the two calls are compared with each
+other, not with the training scores, which a trainer may have changed after the function returned):
+
+- `task/rescored_changed_share`: the share of completions whose two scores differ.
+- `task/changes_at_floor_share`: of the changed ones, the share where the lower of the two scores is the
+  lowest score seen (the default a failure returns): 1 for a failure default, lower for a judge that
+  samples its scores.
+- `task/floor_share`: the share of the batch at its lowest task reward.
+Calls that raise are counted per function by hypotrack's reward wrapper (`reward_errors/<name>`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hypotrack.hooks.base import DiagnosticHook, RolloutBatch
+
+
+class RewardFailuresHook(DiagnosticHook):
+    name = "reward_failures"
+    description = "h24: the task reward of the same completions scored again, and whether its changes sit at the floor value"
+    metrics = ("task/rescored_changed_share", "task/changes_at_floor_share", "task/floor_share")
+
+    @dataclass(frozen=True)
+    class Settings:
+        every: int = 2
+        """Score again every this many rollouts (the first one included)."""
+        rows: int = 32
+        """Completions scored again per check."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self._n_rollouts = 0
+
+    def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
+        due = self._n_rollouts % max(int(self.config.every), 1) == 0
+        self._n_rollouts += 1
+        if not due or not batch.reward_funcs:
+            return {}
+        scores = batch.rewards_per_func.detach().cpu().float()[:, batch.task_index].tolist()
+        finite = [s for s in scores if s == s]
+        if not finite:
+            return {}
+        floor = min(finite)
+        out = {"task/floor_share": sum(s == floor for s in finite) / len(finite)}
+        count = len(scores)
+        stride = max(1, count // max(int(self.config.rows), 1))
+        rows = [i for i in range(0, count, stride) if scores[i] == scores[i]][: int(self.config.rows)]
+        func = batch.reward_funcs[batch.task_index]
+        first, second = _score_again(func, batch, rows), _score_again(func, batch, rows)
+        pairs = [(a, b) for a, b in zip(first, second) if a is not None and b is not None]
+        if not pairs:
+            return out
+        lowest = min(min(a, b) for a, b in pairs)
+        changed = [(a, b) for a, b in pairs if abs(a - b) > 1e-9]
+        out["task/rescored_changed_share"] = len(changed) / len(pairs)
+        if changed:
+            out["task/changes_at_floor_share"] = sum(min(a, b) <= lowest for a, b in changed) / len(changed)
+        return out
+
+
+def _score_again(func, batch: RolloutBatch, rows: list[int]) -> list[float | None]:  # noqa: ANN001
+    """The reward function on these rows' completions, called with their prompts, ids and dataset columns."""
+    prompts = [batch.prompts[i] for i in rows] if batch.prompts else [batch.prompts_text[i] for i in rows]
+    conversational = bool(prompts) and not isinstance(prompts[0], str)
+    texts = [batch.completions_text[i] for i in rows]
+    completions = [[{"role": "assistant", "content": t}] for t in texts] if conversational else texts
+    mask = batch.completion_mask.detach().cpu().bool()
+    ids = [batch.completion_ids[i].detach().cpu()[mask[i]].tolist() for i in rows]
+    columns = {key: [values[i] for i in rows] for key, values in batch.columns.items()}
+    try:
+        scores = func(prompts=prompts, completions=completions, completion_ids=ids, **columns)
+    except Exception:  # noqa: BLE001 - a raising reward is counted by the trainer's wrapper; unscorable here
+        return [None] * len(rows)
+    return [None if s is None or s != s else float(s) for s in scores]
