@@ -182,7 +182,8 @@ def test_readings_that_are_expected_behaviour_are_named():
     assert "kl is not logged" in said and "beta 0" in said
     assert "GRPO's loss value" in said and "clip_ratio/* are 0" in said
     h03 = next(e for e in report.ranking if e.id == "h03")
-    assert h03.not_applicable and "kl is not logged" in h03.not_applicable[0] and h03.rank == len(report.ranking)
+    applicable = [e for e in report.ranking if not e.not_applicable]
+    assert h03.not_applicable and "kl is not logged" in h03.not_applicable[0] and h03.rank > len(applicable)
     assert "reward weights arith_correct 1, arith_format 0.1 (inferred" in " ".join(report.assumed)
 
 

@@ -25,7 +25,7 @@ def _names(value: str | None, known: list[str], what: str) -> list[str] | None:
 
 
 @click.command()
-@click.option("--faults", help="Comma-separated planted faults [all]; 'clean' is the unfaulted row.")
+@click.option("--faults", help="Comma-separated planted faults [all the toy lab can show]; 'clean' is the unfaulted row.")
 @click.option("--hypotheses", "hypothesis_ids", help="Comma-separated hypothesis ids [those a fault imitates].")
 @click.option("--seeds", type=click.IntRange(1, 16), default=1, show_default=True, help="Seeds per cell.")
 @click.option("--max-steps", type=click.IntRange(1), help="Training steps per arm [each experiment's own].")
@@ -55,11 +55,12 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
     from hypotrack.registry import open_registry
     from hypotrack.run.launchers import default_parallel
     from hypotrack.run.selftest import CLEAN, fault_rows, run_selftest
+    from hypotrack.toy.fault_catalog import NOT_SHOWN_ON_TOY
     from hypotrack.toy.faults import FAULTS
     from hypotrack.tracking import Tracker
 
     library = ctx.library()
-    rows = _names(faults, [CLEAN, *FAULTS], "fault") or [CLEAN, *FAULTS]
+    rows = _names(faults, [CLEAN, *FAULTS], "fault") or [CLEAN, *(f for f in FAULTS if f not in NOT_SHOWN_ON_TOY)]
     # by default, the hypotheses some planted fault imitates
     hypotheses = _names(hypothesis_ids, sorted(library.hypotheses), "hypothesis") or sorted(
         {h for h, _ in FAULTS.values() if h in library.hypotheses})
@@ -83,10 +84,13 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
 
     result = run_selftest(library, registry, tracker, root, fault_rows(rows, compact), hypotheses, list(range(seeds)), max_steps,
                           parallel or default_parallel("python", 8), progress)
+    left_out = {} if faults else NOT_SHOWN_ON_TOY
     if as_json:
-        click.echo(json.dumps(result.as_json(), indent=2))
+        click.echo(json.dumps({**result.as_json(), "left_out": left_out}, indent=2))
     else:
         _print_matrix(out, result)
+        for name, why in left_out.items():
+            out.print(f"Left out: {name} ({FAULTS[name][0]}): {why}.")
         out.print(f"Registry and MLflow store: {root}  (hypotrack ui --tracking-uri sqlite:///{root / 'mlflow.db'})")
     hits, total = result.diagonal()
     if result.failed_runs or hits < total or result.false_validations():

@@ -54,6 +54,8 @@ DERIVED_METRICS: dict[str, str] = {
                                         "completions)",
     "aux_reward/spread_ratio": "the largest weighted std of an auxiliary reward function over the task reward's "
                                "weighted std: how much the auxiliary rewards spread completions, against the task",
+    "aux_reward/scale_ratio": "the largest std of an auxiliary reward function over the task reward's std, without "
+                              "the weights: how much the auxiliary rewards spread completions by their own scale",
     "aux_reward/mean": "the auxiliary reward functions' weighted means, summed: what they pay per completion",
     "aux_reward/share": "the auxiliary rewards' weighted mean over the combined reward's mean: how much of the "
                         "reward the auxiliary functions pay (steps: growth follows it over the run)",

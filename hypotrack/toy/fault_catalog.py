@@ -61,3 +61,11 @@ FAULTS: dict[str, tuple[str, str]] = {
                                              "times out, as a real score (rllm PR #710, trl PR #6427): 4 in 10 "
                                              "completions, right or wrong, are scored as failures"),
 }
+
+# Faults the toy lab plants but cannot show within a self-test's run, and why: the default self-test leaves
+# them out and says so (`--faults NAME` still runs one, and a miss there fails like any other).
+NOT_SHOWN_ON_TOY: dict[str, str] = {
+    "length_normalised_loss": "the toy model ends every answer with its end-of-sequence token: its completions "
+                              "kept their length over 120 steps under both loss_type grpo and dapo (with a "
+                              "warm start that rambles too), so there is no drift for h23 to read",
+}

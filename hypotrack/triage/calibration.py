@@ -16,15 +16,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .api import triage_log
-from .keys import canonical_name
+from .keys import DIAGNOSTICS_PREFIX, canonical_name
 from .runlog import Points, RunLog
 
 
+def is_plain_trl_key(name: str) -> bool:
+    """Whether a plain TRL run logs this key: a training metric triage reads, not one of hypotrack's hooks."""
+    canonical = canonical_name(name)
+    return canonical is not None and not canonical.startswith(DIAGNOSTICS_PREFIX)
+
+
 def plain_trl_log(series: dict[str, Points], label: str) -> RunLog:
-    """What a plain TRL run would have logged of an arm's series."""
+    """What a plain TRL run would have logged of an arm's series (the hooks' diag/* keys left out)."""
     log = RunLog(source=label, kind="series")
     for name, points in series.items():
-        if canonical_name(name) is not None:
+        if is_plain_trl_key(name):
             for step, value in points:
                 log.add(name, step, value)
     return log.sort()

@@ -96,6 +96,9 @@ def _auxiliary(log: RunLog, roles: Roles) -> None:
         if spreads and weight[roles.task] * t > FLAT_STD:
             ratio.append((step, max(spreads) / (weight[roles.task] * t)))
     _put(log, "aux_reward/spread_ratio", ratio)
+    scale = [(step, max(stds[step] for stds in aux_std.values() if step in stds) / t) for step, t in task_std.items()
+             if t > FLAT_STD and any(step in stds for stds in aux_std.values())]
+    _put(log, "aux_reward/scale_ratio", scale)
     means = {f: _by_step(log, f"rewards/{f}/mean") for f in [roles.task, *roles.auxiliary]}
     share = []
     for step, task_mean in means[roles.task].items():

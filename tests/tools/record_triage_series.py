@@ -40,7 +40,7 @@ def task_rewards() -> dict[str, str]:
 
 
 def record(store: Path) -> dict:
-    from hypotrack.triage.keys import canonical_name
+    from hypotrack.triage.calibration import is_plain_trl_key
 
     own, tasks = own_experiments(), task_rewards()
 
@@ -53,7 +53,7 @@ def record(store: Path) -> dict:
         series = defaultdict(list)
         for key, value, step in con.execute("select key, value, step from metrics where run_uuid = ? order by step",
                                             (run_id,)):
-            if canonical_name(key) is not None:
+            if is_plain_trl_key(key):
                 series[key].append([int(step), float(f"{value:.6g}")])
         experiment, plant = name.split()[0], tags["hypotrack.plant"]
         if plant != "clean" and own.get(plant) != experiment:
