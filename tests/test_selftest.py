@@ -45,3 +45,24 @@ def test_compact_selftest_diagonal_and_no_false_validations(tmp_path: Path, toy_
 def report_expected(cell: str) -> bool:
     fault, hypothesis = cell.split("/")
     return FAULTS.get(fault, ("",))[0] == hypothesis
+
+
+# The faults of h18-h24 the toy lab can show, against their own hypotheses and the ones that read the same
+# seams (h05 and h17 the auxiliary rewards, h13 the task reward function, h03 the KL term).
+NEW_CAUSES = ["clean", "reference_without_adapter", "checkpointing_without_input_grads", "unnormalised_reward_scales",
+              "groups_of_mixed_prompts", "schedule_counts_batches", "verifier_timeouts_scored_zero"]
+
+
+def test_compact_selftest_on_the_upstream_bug_faults(tmp_path: Path, toy_cache: Path) -> None:
+    env = env_for(tmp_path, toy_cache)
+    hypotheses = ["h03", "h05", "h13", "h17", "h18", "h19", "h20", "h21", "h22", "h24"]
+    result = cli(["selftest", "--compact", "--json", "--faults", ",".join(NEW_CAUSES), "--hypotheses",
+                  ",".join(hypotheses), "--output-dir", str(tmp_path / "st")], env, tmp_path, timeout=900)
+    report = json.loads(result.stdout)
+    assert report["failed_runs"] == 0, report
+    assert report["diagonal"] == {"validated": len(NEW_CAUSES) - 1, "of": len(NEW_CAUSES) - 1}, report["cells"]
+    assert report["false_validations"] == [], report["false_validations"]
+    assert report["left_out"] == {} and result.returncode == 0
+    # triage on the same runs' plain TRL logs names the cause first where TRL logs its signature
+    ranks = {row["row"]: row["rank"] for row in report["triage"]["rows"] if row["expected"]}
+    assert ranks["reference_without_adapter"] == 1 and ranks["schedule_counts_batches"] == 1, ranks
