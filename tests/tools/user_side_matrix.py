@@ -21,9 +21,10 @@ ROWS: dict[str, str | None] = {
     "cut_evidence": "h04", "cut_span": "h04", "flaky_judge": "h05", "penalty_sign": "h05",
     "tiebreak_grader": "h01", "noise_style": "h05", "near_greedy": "h15", "hot_learning_rate": "h16",
     "repetition_penalty": "h14", "out_of_reach": "h11", "wrong_sign_grade": "h13", "constant_format": None,
-    "judge_hacked": "h17",
+    "judge_hacked": "h17", "reward_model_scale": "h20", "sandbox_timeouts": "h24",
 }
-GRPO_HYPOTHESES = ["h01", "h02", "h03", "h04", "h05", "h06", "h11", "h12", "h13", "h14", "h15", "h16", "h17"]
+GRPO_HYPOTHESES = ["h01", "h02", "h03", "h04", "h05", "h06", "h11", "h12", "h13", "h14", "h15", "h16", "h17", "h18",
+                   "h19", "h20", "h21", "h22", "h23", "h24"]
 
 
 def run_matrix(seeds: int, steps: int | None, rows: dict[str, str | None], hypotheses: list[str], out: Path,
