@@ -100,6 +100,9 @@ def _attach(trainer: Any) -> None:
                    f"experiment {spec.experiment_name!r} to the name TRL logs, rewards/<name>/mean")
         events.emit(Event.FAILED, error=message, seconds=time.time() - _session.started)
         raise SystemExit(f"hypotrack: {message}")
+    from hypotrack.worker import repairs
+
+    repairs.apply(trainer, spec, rewards_wrapped=False)  # treatments hypotrack does inside the script's trainer
     Watch(hooks=spec.hooks, gates=False, task_reward=task, reference_column=spec.data.get("reference_column"),
           record=False, hook_settings=spec.hook_settings).attach(trainer)
     callback = TrainingCallback(events, spec.max_steps, task)

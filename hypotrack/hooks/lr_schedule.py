@@ -11,9 +11,7 @@ plateaus from there while the run looks healthy. At each optimizer step, the rat
 from __future__ import annotations
 
 from hypotrack.hooks.base import DiagnosticHook, StepContext
-
-SPENT = 0.05  # a rate below this share of its peak trains about nothing
-REMAINING = 0.25  # ... which counts as early while this share of the run remains
+from hypotrack.readings import LR_REMAINING, LR_SPENT
 
 
 class LrScheduleHook(DiagnosticHook):
@@ -36,4 +34,4 @@ class LrScheduleHook(DiagnosticHook):
         total = int(getattr(ctx.trainer.state, "max_steps", 0) or 0)
         remaining = (total - ctx.step) / total if total else 0.0
         return {"of_peak": rate / self._peak,
-                "spent_early": float(rate < SPENT * self._peak and remaining >= REMAINING)}
+                "spent_early": float(rate < LR_SPENT * self._peak and remaining >= LR_REMAINING)}

@@ -77,6 +77,8 @@ def _map(line: CommandLine, command: CommandSpec, experiment: Experiment, key: s
             mapping = (command.treatments.get("set") or {}).get(field_name)
             _apply(line, mapping, field_value, None, f"set.{field_name}", where, hypothesis_id)
         return
+    if key in SETTINGS_BY_NAME and SETTINGS_BY_NAME[key].inside_trainer:
+        return  # hypotrack does it inside the script's trainer (worker/repairs.py): no flag of the script's
     if key == "rewards":
         raise HypotrackError(f"{where}: hypothesis {hypothesis_id} replaces the reward functions, which a command "
                              "experiment cannot do from outside its script")

@@ -112,6 +112,9 @@ class RunSetting:
     flag: str = ""  # the flag when it is not --<name>: "--no-peft" sets peft to false
     metavar: str = ""
     multiple: bool = False  # a list, given as a repeated flag
+    # hypotrack applies it to the built trainer (worker/repairs.py), so a command experiment needs no flag of its
+    # script's for it
+    inside_trainer: bool = False
 
     @property
     def flag_name(self) -> str:
@@ -177,13 +180,13 @@ RUN_SETTINGS: tuple[RunSetting, ...] = (
                "prompt, environment output), as the token_masking diagnostics classify them."),
     RunSetting("reference_at_start", bool, "reference_at_start", "treatment",
                "Treatment arm: the KL reference is the policy the run starts from (a copy of the adapter it loaded), "
-               "not the base model with the adapters off."),
+               "not the base model with the adapters off.", inside_trainer=True),
     RunSetting("repeat_sampler", bool, "repeat_sampler", "treatment",
                "Treatment arm: TRL's own sampler, so each group is num_generations completions of one prompt (a "
-               "trainer subclass's or a wrapper's sampler is set aside)."),
+               "trainer subclass's or a wrapper's sampler is set aside).", inside_trainer=True),
     RunSetting("retry_failed_rewards", bool, "retry_failed_rewards", "treatment",
                "Treatment arm: score again each completion that got its reward function's lowest value, and keep "
-               "the new score where it differs (a verifier that timed out or crashed and returned a default)."),
+               "the new score where it differs (a verifier that timed out or crashed and returned a default).", inside_trainer=True),
 )
 SETTINGS_BY_NAME: dict[str, RunSetting] = {s.name: s for s in RUN_SETTINGS}
 SETUP_SETTINGS: tuple[str, ...] = tuple(s.name for s in RUN_SETTINGS if s.scope == "setup")

@@ -167,9 +167,9 @@ def _undercounted_ties(log: RunLog) -> None:
 
 
 def _learning_rate_spent(log: RunLog) -> None:
-    # The rate below SPENT of its peak so far while REMAINING of the run's logged steps remain (hooks/lr_schedule.py
+    # The rate below LR_SPENT of its peak so far while LR_REMAINING of the run's logged steps remain (hooks/lr_schedule.py
     # reads the same from the optimizer; a run cut short counts its last logged step as its end).
-    from hypotrack.hooks.lr_schedule import REMAINING, SPENT
+    from hypotrack.readings import LR_REMAINING, LR_SPENT
 
     points = log.series.get("learning_rate", [])
     last = _run_value(log)
@@ -177,7 +177,7 @@ def _learning_rate_spent(log: RunLog) -> None:
     for step, rate in points:
         peak = max(peak, rate)
         if peak > 0 and last:
-            spent.append((step, float(rate < SPENT * peak and (last - step) / last >= REMAINING)))
+            spent.append((step, float(rate < LR_SPENT * peak and (last - step) / last >= LR_REMAINING)))
     _put(log, "learning_rate/spent_early", spent)
 
 

@@ -18,6 +18,7 @@ from hypotrack.protocol import ArmSpec, Event, EventWriter, versions
 from hypotrack.worker.data import load_rows, prepare_prompts, split_heldout
 from hypotrack.worker.evaluation import EvalSetup, evaluate, gains
 from hypotrack.worker.guards import check_task_signal, check_weights
+from hypotrack.worker import repairs
 from hypotrack.worker.model import build_model, build_peft_config
 
 # Settings hypotrack chooses unless the experiment says otherwise: per-step curves, no
@@ -105,7 +106,7 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
     _quiet(trainer)
     if faults is not None:
         faults.attach(trainer)
-    _repair(trainer, spec)
+    repairs.apply(trainer, spec)  # the treatments that act on the built trainer, after any planted fault
     events.emit(Event.CONFIG, grpo=_jsonable(args.to_dict()), versions=versions(),
                 trainable_parameters=sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
                 dataset_rows=len(dataset), heldout_rows=len(heldout) if heldout is not None else 0,
@@ -140,16 +141,6 @@ def _evaluation(spec: ArmSpec, args, heldout, tokenizer, rewards) -> "EvalSetup 
     return EvalSetup(rows=prepare_prompts(heldout, tokenizer, spec.data), rewards=rewards, weights=list(weights),
                      task_index=spec.task_reward_index, max_new_tokens=int(args.max_completion_length or 256),
                      temperature=float(args.temperature), seed=spec.seed)
-
-
-def _repair(trainer, spec: ArmSpec) -> None:  # noqa: ANN001
-    """The treatments that act on the built trainer (worker/repairs.py), after any planted fault."""
-    from hypotrack.worker import repairs
-
-    if spec.reference_at_start:
-        repairs.reference_at_start(trainer)
-    if spec.repeat_sampler:
-        repairs.restore_repeat_sampler(trainer)
 
 
 def _quiet(trainer) -> None:  # noqa: ANN001

@@ -5,6 +5,11 @@
   the reference with the adapters off, i.e. the base model.
 - `restore_repeat_sampler` (h21): TRL's own RepeatSampler, which puts a prompt's num_generations
   completions in one group, in place of a sampler a subclass or wrapper substituted.
+- `retry_rewards` (h24): each reward function scores again the completions it gave its lowest value
+  (worker/rewards.py retry_lowest); hypotrack's own arms wrap the functions before the trainer is built,
+  a user's script (a command experiment) gets its trainer's functions wrapped in place.
+
+These act inside the trainer, so a command experiment takes them without a flag of its script's.
 """
 
 from __future__ import annotations
@@ -27,6 +32,24 @@ def reference_at_start(trainer: Any) -> bool:
             model.get_parameter(name.replace(f".{active}.", ".ref.")).data.copy_(param.data)
     model.set_adapter(active)  # add_adapter leaves the new adapter frozen and the trained one active
     return True
+
+
+def apply(trainer: Any, spec: Any, rewards_wrapped: bool = True) -> None:
+    """The treatments ``spec`` (an ArmSpec) asks for, on a built trainer (after any planted fault)."""
+    if spec.reference_at_start:
+        reference_at_start(trainer)
+    if spec.repeat_sampler:
+        restore_repeat_sampler(trainer)
+    if spec.retry_failed_rewards and not rewards_wrapped:
+        retry_rewards(trainer)
+
+
+def retry_rewards(trainer: Any) -> None:
+    import torch
+
+    from hypotrack.worker.rewards import retry_lowest
+
+    trainer.reward_funcs = [f if isinstance(f, torch.nn.Module) else retry_lowest(f) for f in trainer.reward_funcs]
 
 
 def restore_repeat_sampler(trainer: Any) -> None:

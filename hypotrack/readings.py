@@ -1,0 +1,11 @@
+"""Definitions a hook and triage share, so a live diagnostic and a read log mean the same by one word.
+
+Plain constants, no imports: the hooks (with torch) and triage (without) both read them.
+"""
+
+from __future__ import annotations
+
+# h22: a learning rate below this share of its peak trains about nothing...
+LR_SPENT = 0.05
+# ...and counts as spent early while this share of the run's steps remains.
+LR_REMAINING = 0.25
