@@ -11,7 +11,7 @@ from hypotrack.toy.faults import FAULTS, _jitter, apply_config, build_faults
 
 def test_every_diagnosed_hypothesis_has_exactly_one_fault() -> None:
     imitated = sorted(h for h, _ in FAULTS.values())
-    assert imitated == ["h01", "h02", "h03", "h04", "h05", "h06", *(f"h{n}" for n in range(11, 18))]
+    assert imitated == ["h01", "h02", "h03", "h04", "h05", "h06", *(f"h{n}" for n in range(11, 25))]
     upstream = [name for name, (h, what) in FAULTS.items() if h >= "h11"]
     assert all("#" in FAULTS[name][1] for name in upstream)  # each new fault names the thread it copies
 
@@ -110,3 +110,30 @@ def test_reward_never_matches_breaks_the_function_for_training_and_evaluation_al
     assert functions[0] is style and functions[1].__name__ == "exact"
     assert functions[1](completions=["19", "20"]) == [0.0, 0.0] and calls == [2]  # the user's code still ran
     assert build_faults(["tiny_std_rewards"]).reward_functions([style, exact], 1) == [style, exact]
+
+
+def test_mixed_groups_sampler_keeps_each_batch_but_breaks_its_groups() -> None:
+    from hypotrack.toy.faults import _ShuffledBatches
+
+    repeated = [prompt for prompt in range(8) for _ in range(4)]  # TRL's RepeatSampler: 4 in a row per prompt
+    shuffled = list(_ShuffledBatches(repeated, size=16, seed=0))
+    assert sorted(shuffled[:16]) == sorted(repeated[:16]) and sorted(shuffled[16:]) == sorted(repeated[16:])
+    groups = [shuffled[i:i + 4] for i in range(0, 32, 4)]
+    assert sum(len(set(g)) > 1 for g in groups) >= 6  # most groups now hold several prompts
+
+
+def test_a_timed_out_verification_scores_zero_and_a_retry_recovers_it() -> None:
+    from hypotrack.toy.faults import _scored_zero_on_timeout
+    from hypotrack.worker.rewards import retry_lowest
+
+    def exact(completions, answer, **kwargs):
+        return [1.0 if c == a else 0.0 for c, a in zip(completions, answer)]
+
+    flaky = _scored_zero_on_timeout(exact)
+    completions = ["7"] * 200
+    scores = flaky(completions=completions, answer=completions)
+    assert flaky.__name__ == "exact" and set(scores) == {0.0, 1.0}
+    assert 0.25 < scores.count(0.0) / len(scores) < 0.55  # about 4 in 10 right answers time out and score 0
+    retried = retry_lowest(flaky)(completions=completions, answer=completions)
+    assert retried.count(0.0) < scores.count(0.0) / 2  # two more tries recover most of them
+    assert retry_lowest(exact)(completions=["1", "2"], answer=["1", "3"]) == [1.0, 0.0]  # a real 0 stays 0
