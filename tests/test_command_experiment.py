@@ -144,3 +144,16 @@ def test_init_command_writes_an_experiment_whose_common_flags_are_mapped(tmp_pat
     assert control.endswith("--seed 3 --seed 0") and treatment.endswith("--seed 0 --beta 0.0"), dry.stdout
     again = cli(["init", str(project), "--command", "python train_sums.py"], env, tmp_path)
     assert again.returncode != 0 and "already exists" in again.stderr
+
+
+def test_broken_groups_in_the_users_own_sampler_validate_h21_and_its_treatment_needs_no_flag(tmp_path: Path,
+                                                                                              env) -> None:
+    result = cli(["run", "h21", "--experiment", str(SCRIPT_DIR / "sums_script_spread.yaml"), "--seeds", "1",
+                  "--max-steps", "3"], env, tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (status,) = registry_rows(tmp_path / "registry.db", "select status from hypothesis_state where id='h21'")[0]
+    assert status in ("validated", "partial"), result.stdout
+    arms = {r.data.tags.get("hypotrack.arm"): r for r in mlflow_runs(tmp_path) if r.data.tags.get("hypotrack.kind") == "arm"}
+    # the control is the script as written; the treatment is the same command, TRL's sampler put back inside it
+    assert arms["control"].data.metrics["diag/group_integrity/mixed_group_share"] == 1.0
+    assert arms["treatment"].data.metrics["diag/group_integrity/mixed_group_share"] == 0.0

@@ -18,14 +18,14 @@ def test_init_then_new_hypothesis_validates_with_the_shipped_ones(tmp_path: Path
     root, env = project_env(tmp_path)
     assert cli(["init"], env, root).returncode == 0
     assert (root / "experiments" / "my_run.yaml").is_file()
-    made = cli(["new", "h20", "Judge favours long answers", "--statement", "The judge scores length."], env, root)
+    made = cli(["new", "h30", "Judge favours long answers", "--statement", "The judge scores length."], env, root)
     assert made.returncode == 0, made.stderr
-    written = root / "hypotheses" / "h20_judge_favours_long_answers.yaml"
+    written = root / "hypotheses" / "h30_judge_favours_long_answers.yaml"
     assert "The judge scores length." in written.read_text()
     checked = cli(["validate"], env, root)
-    assert checked.returncode == 0 and "18 hypotheses" in checked.stdout, checked.stdout + checked.stderr
+    assert checked.returncode == 0 and "25 hypotheses" in checked.stdout, checked.stdout + checked.stderr
     # the template run resolves on the toy lab as written
-    dry = cli(["run", "h20", "--dry-run"], env, root)
+    dry = cli(["run", "h30", "--dry-run"], env, root)
     assert dry.returncode == 0, dry.stderr
 
 
@@ -35,8 +35,8 @@ def test_new_refuses_an_id_that_would_shadow_a_shipped_hypothesis(tmp_path: Path
     before = sorted(p.name for p in (root / "hypotheses").iterdir())
     refused = cli(["new", "h11", "My idea"], env, root)
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
-    assert "h11 is already declared in" in refused.stderr and "h18" in refused.stderr, refused.stderr
+    assert "h11 is already declared in" in refused.stderr and "h25" in refused.stderr, refused.stderr
     assert sorted(p.name for p in (root / "hypotheses").iterdir()) == before
-    assert cli(["new", "h20", "My idea"], env, root).returncode == 0
-    again = cli(["new", "h20", "Another idea"], env, root)
-    assert again.returncode != 0 and "already declares h20" in again.stderr, again.stderr
+    assert cli(["new", "h30", "My idea"], env, root).returncode == 0
+    again = cli(["new", "h30", "Another idea"], env, root)
+    assert again.returncode != 0 and "already declares h30" in again.stderr, again.stderr

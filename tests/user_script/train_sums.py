@@ -3,7 +3,9 @@
 Its own argparse flags, its own GRPOTrainer subclass, loader and reward names, and no hypotrack import.
 The model is a local folder (--model, or MY_MODEL_DIR); the tests point it at the toy arithmetic model
 hypotrack builds locally, standing in for the user's model. `--no-trainer` exits before any trainer is
-built and `--crash-at-step N` raises inside training, as scripts with those bugs do.
+built and `--crash-at-step N` raises inside training, as scripts with those bugs do. `--spread-prompts`
+turns on the subclass's own sampler, which spreads each prompt's repeats over the batch "for variety":
+the bug of a script whose groups are not one prompt's.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def main() -> None:
     parser.add_argument("--output-dir", default="outputs/sums")
     parser.add_argument("--no-trainer", action="store_true")
     parser.add_argument("--crash-at-step", type=int, default=0)
+    parser.add_argument("--spread-prompts", action="store_true")
     args = parser.parse_args()
     if args.no_trainer:
         print("nothing to train: --no-trainer")
@@ -69,6 +72,27 @@ def main() -> None:
         def _generate_and_score_completions(self, inputs):  # noqa: ANN001
             self.rollouts += 1
             return super()._generate_and_score_completions(inputs)
+
+        def _get_train_sampler(self, dataset=None):  # noqa: ANN001, ANN202
+            sampler = super()._get_train_sampler(dataset)
+            if not args.spread_prompts:
+                return sampler
+            size = self.args.generation_batch_size
+
+            class Spread:  # each batch's indices, a prompt's repeats dealt out across it
+                def __len__(self) -> int:
+                    return len(sampler)
+
+                def __iter__(self):  # noqa: ANN204
+                    batch = []
+                    for index in sampler:
+                        batch.append(index)
+                        if len(batch) == size:
+                            yield from batch[0::4] + batch[1::4] + batch[2::4] + batch[3::4]
+                            batch = []
+                    yield from batch
+
+            return Spread()
 
     class CrashAt(TrainerCallback):
         def on_step_end(self, a, state, control, **k):  # noqa: ANN001
