@@ -25,7 +25,7 @@ SIGNATURE_STEPS: dict[str, int] = {
     "biased_judge": 30,  # the policy has to learn the judge's preference before its trend shows
     "noisy_reward_component": 8,  # h05 tells a noisy auxiliary reward from a climbing one by its trend
     "schedule_counts_batches": 16,  # the rate reaches 0 a quarter of the way in; a quarter must remain after it
-    "length_normalised_loss": 40,  # the wrong answers lengthen over training
+    "length_normalised_loss": 40,  # a length drift needs many updates (the default self-test leaves it out)
 }
 
 # Config-level parts, applied when the arms are resolved (before the hypothesis's own changes,
