@@ -101,3 +101,13 @@ def is_prefill(ids: torch.Tensor, kwargs: dict, last_width: int | None) -> bool:
     if position is not None:
         return int(position.reshape(-1)[0]) == 0
     return last_width is None or ids.size(1) != last_width + 1  # no cache: the input grows by one token a step
+
+
+def some_group_varies(batch: Any) -> bool:
+    """Whether any group of num_generations completions got rewards that differ (weighted sum, NaN as 0)."""
+    rewards = (torch.nan_to_num(batch.rewards_per_func.float()) * batch.reward_weights.to(
+        batch.rewards_per_func.device).float()).sum(dim=1)
+    size = batch.num_generations
+    if rewards.numel() < size or rewards.numel() % size:
+        return bool(rewards.numel() > 1 and rewards.std() > 1e-8)
+    return bool((rewards.view(-1, size).std(dim=1) > 1e-8).any())

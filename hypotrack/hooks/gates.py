@@ -112,7 +112,9 @@ class GatesHook(DiagnosticHook):
             return {}
         out: dict[str, float] = {}
         self._fresh = True
-        self._variance = _some_group_varies(batch)
+        from hypotrack.hooks._util import some_group_varies
+
+        self._variance = some_group_varies(batch)
         out["group_variance"] = float(self._variance)
         parity = self._parity.on_rollout(batch, step)
         if "transform_gap_mean" in parity:
@@ -191,15 +193,3 @@ class GatesHook(DiagnosticHook):
 
     def on_step_end(self, ctx: StepContext) -> dict[str, float]:
         return {"failed": float(len(self.failures))} if self.active else {}
-
-
-def _some_group_varies(batch: RolloutBatch) -> bool:
-    """Whether any group of num_generations completions got rewards that differ (weighted sum, NaN as 0)."""
-    import torch
-
-    rewards = (torch.nan_to_num(batch.rewards_per_func.float()) * batch.reward_weights.to(
-        batch.rewards_per_func.device).float()).sum(dim=1)
-    size = batch.num_generations
-    if rewards.numel() < size or rewards.numel() % size:
-        return bool(rewards.numel() > 1 and rewards.std() > 1e-8)
-    return bool((rewards.view(-1, size).std(dim=1) > 1e-8).any())

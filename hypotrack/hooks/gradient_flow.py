@@ -28,9 +28,9 @@ class GradientFlowHook(DiagnosticHook):
         self._variance = False
 
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
-        from hypotrack.hooks.gates import _some_group_varies
+        from hypotrack.hooks._util import some_group_varies
 
-        self._variance = self._variance or _some_group_varies(batch)
+        self._variance = self._variance or some_group_varies(batch)
         return {}
 
     def on_before_optimizer_step(self, ctx: StepContext) -> dict[str, float]:

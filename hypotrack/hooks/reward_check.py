@@ -74,13 +74,20 @@ class RewardCheckHook(DiagnosticHook):
     @staticmethod
     def _score(func, batch: RolloutBatch, rows: list[int], answers: list[Any]) -> list[float | None]:  # noqa: ANN001
         """The reward function on these answers as completions, with the rows' prompts and columns."""
-        prompts = [batch.prompts[i] for i in rows] if batch.prompts else [""] * len(rows)
-        conversational = bool(prompts) and not isinstance(prompts[0], str)
-        completions = [[{"role": "assistant", "content": str(a)}] if conversational else str(a) for a in answers]
-        columns = {key: [values[i] for i in rows] for key, values in batch.columns.items()}
-        try:
-            scores = func(prompts=prompts, completions=completions,
-                          completion_ids=[[] for _ in rows], **columns)
-        except Exception:  # noqa: BLE001 - a raising reward is counted by the trainer; here it is unscorable
-            return [None] * len(rows)
-        return [None if s is None or s != s else float(s) for s in scores]
+        return score_rows(func, batch, rows, [str(a) for a in answers], [[] for _ in rows])
+
+
+def score_rows(func, batch: RolloutBatch, rows: list[int], texts: list[str],  # noqa: ANN001
+               completion_ids: list[list[int]]) -> list[float | None]:
+    """A reward function called as TRL calls it on these rows: their prompts and dataset columns, ``texts`` as
+    the completions (as messages when the prompts are conversations). None where it gives no score or raises
+    (a raising reward is counted by the trainer's wrapper; here it is unscorable)."""
+    prompts = [batch.prompts[i] for i in rows] if batch.prompts else [batch.prompts_text[i] for i in rows]
+    conversational = bool(prompts) and not isinstance(prompts[0], str)
+    completions = [[{"role": "assistant", "content": t}] for t in texts] if conversational else list(texts)
+    columns = {key: [values[i] for i in rows] for key, values in batch.columns.items()}
+    try:
+        scores = func(prompts=prompts, completions=completions, completion_ids=completion_ids, **columns)
+    except Exception:  # noqa: BLE001 - user code
+        return [None] * len(rows)
+    return [None if s is None or s != s else float(s) for s in scores]

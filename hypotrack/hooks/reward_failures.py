@@ -66,16 +66,9 @@ class RewardFailuresHook(DiagnosticHook):
 
 
 def _score_again(func, batch: RolloutBatch, rows: list[int]) -> list[float | None]:  # noqa: ANN001
-    """The reward function on these rows' completions, called with their prompts, ids and dataset columns."""
-    prompts = [batch.prompts[i] for i in rows] if batch.prompts else [batch.prompts_text[i] for i in rows]
-    conversational = bool(prompts) and not isinstance(prompts[0], str)
-    texts = [batch.completions_text[i] for i in rows]
-    completions = [[{"role": "assistant", "content": t}] for t in texts] if conversational else texts
+    """The reward function on these rows' own completions and token ids."""
+    from hypotrack.hooks.reward_check import score_rows
+
     mask = batch.completion_mask.detach().cpu().bool()
     ids = [batch.completion_ids[i].detach().cpu()[mask[i]].tolist() for i in rows]
-    columns = {key: [values[i] for i in rows] for key, values in batch.columns.items()}
-    try:
-        scores = func(prompts=prompts, completions=completions, completion_ids=ids, **columns)
-    except Exception:  # noqa: BLE001 - a raising reward is counted by the trainer's wrapper; unscorable here
-        return [None] * len(rows)
-    return [None if s is None or s != s else float(s) for s in scores]
+    return score_rows(func, batch, rows, [batch.completions_text[i] for i in rows], ids)
