@@ -157,3 +157,59 @@ def test_broken_groups_in_the_users_own_sampler_validate_h21_and_its_treatment_n
     # the control is the script as written; the treatment is the same command, TRL's sampler put back inside it
     assert arms["control"].data.metrics["diag/group_integrity/mixed_group_share"] == 1.0
     assert arms["treatment"].data.metrics["diag/group_integrity/mixed_group_share"] == 0.0
+
+
+def _save_trained_adapter(folder: Path) -> None:
+    """An adapter trained before the run (B weights away from their zero init), as an SFT stage leaves one."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from hypotrack.toy.lab import ensure_model
+
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(str(ensure_model("arith"))),
+                           LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+                                      task_type="CAUSAL_LM"))
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.copy_(torch.randn(param.shape, generator=generator) * 0.05)
+    model.save_pretrained(str(folder / "sft_adapter"))
+
+
+# A bug written in the user's own script, the hypothesis it should validate, the steps a test needs, and the
+# signature with its value in the control (the script as written) and in the treatment.
+USER_WRITTEN_BUGS = [
+    pytest.param("sums_script_resume.yaml", "h18", 3, "diag/reference_start/logp_max_diff", "first", id="h18-adapter-loaded-after-the-trainer"),
+    pytest.param("sums_script_checkpointing.yaml", "h19", 4, "diag/gradient_flow/no_grad_share", "mean", id="h19-own-reentrant-checkpointing"),
+    pytest.param("sums_script_schedule.yaml", "h22", 8, "diag/lr_schedule/spent_early", "max", id="h22-schedule-in-micro-batches"),
+]
+
+
+@pytest.mark.parametrize("experiment, hypothesis, steps, metric, steps_reduction", USER_WRITTEN_BUGS)
+def test_a_bug_in_the_users_own_script_validates_its_hypothesis_and_the_treatment_repairs_it(
+        tmp_path: Path, env, experiment: str, hypothesis: str, steps: int, metric: str, steps_reduction: str) -> None:
+    from mlflow import MlflowClient
+
+    folder = tmp_path / "user"
+    folder.mkdir()
+    for name in ("train_sums.py", experiment):
+        shutil.copy(SCRIPT_DIR / name, folder / name)
+    if hypothesis == "h18":
+        _save_trained_adapter(folder)
+    result = cli(["run", hypothesis, "--experiment", str(folder / experiment), "--seeds", "1", "--max-steps",
+                  str(steps)], env, tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (status,) = registry_rows(tmp_path / "registry.db", f"select status from hypothesis_state where id='{hypothesis}'")[0]
+    assert status in ("validated", "partial"), result.stdout
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    reading = {}
+    for run in mlflow_runs(tmp_path):
+        if run.data.tags.get("hypotrack.kind") == "arm":
+            values = [m.value for m in client.get_metric_history(run.info.run_id, metric)]
+            reading[run.data.tags["hypotrack.arm"]] = {"first": values[0], "max": max(values),
+                                                       "mean": sum(values) / len(values)}[steps_reduction]
+    # the control is the script as written: the signature is there; the treatment takes it away
+    assert reading["control"] > 0.5, reading
+    assert reading["treatment"] == pytest.approx(0.0, abs=1e-6), reading

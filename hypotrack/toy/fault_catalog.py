@@ -65,7 +65,10 @@ FAULTS: dict[str, tuple[str, str]] = {
 # Faults the toy lab plants but cannot show within a self-test's run, and why: the default self-test leaves
 # them out and says so (`--faults NAME` still runs one, and a miss there fails like any other).
 NOT_SHOWN_ON_TOY: dict[str, str] = {
-    "length_normalised_loss": "the toy model ends every answer with its end-of-sequence token: its completions "
-                              "kept their length over 120 steps under both loss_type grpo and dapo (with a "
-                              "warm start that rambles too), so there is no drift for h23 to read",
+    "length_normalised_loss": "a group's advantages sum to 0, so dividing by length moves a completion's length "
+                              "only where the model can tell, as it writes, that it is going wrong; the toy model "
+                              "cannot (a warm start that adds a 15-50 character tail after its own wrong answers "
+                              "left tails after right ones nearly as long), and under loss_type grpo its wrong "
+                              "answers got shorter over 60 steps (trend -4.0 standard errors; dapo +3.0); a "
+                              "hedge mode that is always wrong was trained away within 10 steps under both losses",
 }

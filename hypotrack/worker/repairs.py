@@ -17,21 +17,41 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from transformers import TrainerCallback
+
 
 def reference_at_start(trainer: Any) -> bool:
-    """Add the "ref" adapter as a copy of the starting one; False where there is nothing to repair (full
-    fine-tuning keeps its own reference model; no KL term has no reference)."""
+    """Add the "ref" adapter, a copy of the adapter the run starts from; False where there is nothing to repair
+    (full fine-tuning keeps its own reference model; no KL term has no reference). The weights are copied again
+    when training begins, so an adapter the script loads after building the trainer (resuming from an SFT
+    checkpoint) is the one the reference holds."""
     model = trainer.accelerator.unwrap_model(trainer.model)
     config = getattr(model, "peft_config", None)
     if not config or trainer.beta == 0.0 or "ref" in config:
         return False
     active = getattr(model, "active_adapter", "default")
     model.add_adapter("ref", config[active])
-    for name, param in model.named_parameters():
-        if f".{active}." in name:
-            model.get_parameter(name.replace(f".{active}.", ".ref.")).data.copy_(param.data)
+    _copy_adapter(model, active, "ref")
     model.set_adapter(active)  # add_adapter leaves the new adapter frozen and the trained one active
+    trainer.add_callback(_CopyReferenceAtTrainBegin(model, active))
     return True
+
+
+def _copy_adapter(model: Any, source: str, target: str) -> None:
+    import torch
+
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if f".{source}." in name:
+                model.get_parameter(name.replace(f".{source}.", f".{target}.")).copy_(param)
+
+
+class _CopyReferenceAtTrainBegin(TrainerCallback):
+    def __init__(self, model: Any, active: str) -> None:
+        self.model, self.active = model, active
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        _copy_adapter(self.model, self.active, "ref")
 
 
 def apply(trainer: Any, spec: Any, rewards_wrapped: bool = True) -> None:

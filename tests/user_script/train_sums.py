@@ -5,7 +5,15 @@ The model is a local folder (--model, or MY_MODEL_DIR); the tests point it at th
 hypotrack builds locally, standing in for the user's model. `--no-trainer` exits before any trainer is
 built and `--crash-at-step N` raises inside training, as scripts with those bugs do. `--spread-prompts`
 turns on the subclass's own sampler, which spreads each prompt's repeats over the batch "for variety":
-the bug of a script whose groups are not one prompt's.
+the bug of a script whose groups are not one prompt's. Three more of its options carry bugs users write:
+
+- `--resume-adapter DIR` loads an adapter trained before (SFT) into the policy after the trainer is built,
+  so TRL's reference is still the base model with the adapters off (h18's cause).
+- `--lr-scheduler linear --accumulation 4`: the script builds its own optimizer and linear schedule and
+  counts the schedule's horizon in micro-batches, max_steps / accumulation, where TRL's max_steps already
+  counts optimizer steps (h22's).
+- `--freeze-embeddings --checkpoint-layers reentrant` (full fine-tuning): the script checkpoints each layer
+  itself with torch's reentrant checkpoint, and no layer input requires grad (h19's).
 """
 
 from __future__ import annotations
@@ -35,6 +43,28 @@ def terse(completions, **kwargs):  # noqa: ANN001, ANN201
     return [1.0 if re.fullmatch(r"\s*-?\d+\s*", c) else 0.0 for c in completions]
 
 
+def load_model(args):  # noqa: ANN001, ANN201
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+    if args.freeze_embeddings:  # the largest matrix; the layers are what we train
+        model.get_input_embeddings().requires_grad_(False)
+    if args.checkpoint_layers == "reentrant":  # activation memory: recompute each layer in the backward pass
+        from torch.utils.checkpoint import checkpoint
+
+        for layer in model.model.layers:
+            layer.forward = checkpointed(layer.forward, checkpoint)
+    return model
+
+
+def checkpointed(forward, checkpoint):  # noqa: ANN001, ANN201
+    def run(hidden_states, *rest, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        return checkpoint(lambda h: forward(h, *rest, **kwargs), hidden_states, use_reentrant=True)
+
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="GRPO on sums")
     parser.add_argument("--model", default=os.environ.get("MY_MODEL_DIR"))
@@ -52,6 +82,11 @@ def main() -> None:
     parser.add_argument("--no-trainer", action="store_true")
     parser.add_argument("--crash-at-step", type=int, default=0)
     parser.add_argument("--spread-prompts", action="store_true")
+    parser.add_argument("--resume-adapter", default="")
+    parser.add_argument("--lr-scheduler", choices=["constant", "linear"], default="constant")
+    parser.add_argument("--accumulation", type=int, default=1)
+    parser.add_argument("--freeze-embeddings", action="store_true")
+    parser.add_argument("--checkpoint-layers", choices=["off", "reentrant"], default="off")
     args = parser.parse_args()
     if args.no_trainer:
         print("nothing to train: --no-trainer")
@@ -94,6 +129,14 @@ def main() -> None:
 
             return Spread()
 
+        def create_scheduler(self, num_training_steps, optimizer=None):  # noqa: ANN001, ANN202
+            if args.lr_scheduler == "constant":
+                return super().create_scheduler(num_training_steps, optimizer)
+            updates = max(1, args.max_steps // args.accumulation)  # one update per `accumulation` batches
+            self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer or self.optimizer,
+                                                                  lambda step: max(0.0, 1 - step / updates))
+            return self.lr_scheduler
+
     class CrashAt(TrainerCallback):
         def on_step_end(self, a, state, control, **k):  # noqa: ANN001
             if args.crash_at_step and state.global_step >= args.crash_at_step:
@@ -103,13 +146,18 @@ def main() -> None:
         output_dir=args.output_dir, use_cpu=True, report_to="none", seed=args.seed, data_seed=args.seed,
         max_steps=args.max_steps, learning_rate=args.lr, beta=args.beta, scale_rewards=args.scale_rewards,
         per_device_train_batch_size=args.batch_size, num_generations=args.num_generations, max_completion_length=6,
+        gradient_accumulation_steps=args.accumulation,
+        gradient_checkpointing=args.checkpoint_layers == "off",  # TRL's own, unless the script checkpoints itself
         loss_type="dapo", temperature=1.0, lr_scheduler_type="constant", logging_steps=1, save_strategy="no",
-        bf16=False, dataloader_num_workers=0, disable_tqdm=True, reward_weights=[1.0, 0.1],
-        model_init_kwargs={"dtype": torch.float32})
+        bf16=False, dataloader_num_workers=0, disable_tqdm=True, reward_weights=[1.0, 0.1])
     lora = None if args.no_peft else LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj",
                                                                                     "o_proj"], task_type="CAUSAL_LM")
-    trainer = SumsTrainer(model=args.model, reward_funcs=[sum_correct, terse], args=config,
+    trainer = SumsTrainer(model=load_model(args), reward_funcs=[sum_correct, terse], args=config,
                           train_dataset=load_sums(256, args.seed), peft_config=lora, callbacks=[CrashAt()])
+    if args.resume_adapter:  # continue from the SFT adapter
+        from peft import load_peft_weights, set_peft_model_state_dict
+
+        set_peft_model_state_dict(trainer.model, load_peft_weights(args.resume_adapter))
     trainer.train()
     print(f"trained {trainer.state.global_step} steps, {trainer.rollouts} rollouts")
 
