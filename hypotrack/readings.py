@@ -9,3 +9,7 @@ from __future__ import annotations
 LR_SPENT = 0.05
 # ...and counts as spent early while this share of the run's steps remains.
 LR_REMAINING = 0.25
+
+# h19: when this share or more of the trainable weights (by element count) got no gradient at a step whose
+# groups had reward variance, the backward pass is cut off (a few untouched tensors are normal).
+NO_GRAD_SHARE = 0.5

@@ -100,6 +100,7 @@ def test_a_wrong_reference_is_stopped_at_step_1_and_the_run_is_recorded_as_stopp
 @pytest.mark.parametrize("fault, gate, hypothesis, step", [
     ("dropout_in_old_logps", "ratio", "h08", 1),
     ("frozen_lora_b", "grad", "h19", 1),
+    ("own_checkpointing", "grad", "h19", 1),  # the final norm still trains: the share of weights reached shows it
     ("sampling_temperature_not_scored", "parity", "h14", 1),
     ("lora_not_synced", "lora", "h06", 2),
 ])

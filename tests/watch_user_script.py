@@ -8,7 +8,9 @@ A planted fault is set up the way a user's script would carry it:
                                           [--hooks all] [--no-watch]
 
 faults: wrong_reference (h03: the reference is another checkpoint), dropout_in_old_logps (h08: dropout
-left on with num_iterations 2), frozen_lora_b (h06: adapters that cannot train), lora_not_synced (h06),
+left on with num_iterations 2), frozen_lora_b (h06: adapters that cannot train), own_checkpointing (h19: full
+fine-tuning with frozen embeddings, each layer checkpointed by the script with torch's reentrant checkpoint),
+lora_not_synced (h06),
 sampling_temperature_not_scored (h14), kl_wrong_sign (h03); crash (the task reward raises on the second
 batch); two_iterations (healthy, with the old logprobs recomputed). Prints one line: MARKER + JSON.
 """
@@ -100,7 +102,12 @@ def build(out: Path, fault: str, steps: int, seed: int = 0, callbacks: list | No
         settings["num_iterations"] = 2
     if fault == "dropout_in_old_logps":
         model_kwargs["attention_dropout"] = 0.1
+    if fault == "own_checkpointing":  # the script checkpoints its layers itself, TRL's own checkpointing off
+        settings.update(learning_rate=3e-4, gradient_checkpointing=False)
+        peft = False
     model = AutoModelForCausalLM.from_pretrained(path, **model_kwargs)
+    if fault == "own_checkpointing":
+        checkpoint_layers_over_frozen_embeddings(model)
     lora = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
                       task_type="CAUSAL_LM") if peft else None
     rewards = [exact_answer, short_answer] if fault != "crash" else [crashes_on_second_batch, short_answer]
@@ -108,6 +115,19 @@ def build(out: Path, fault: str, steps: int, seed: int = 0, callbacks: list | No
                                    train_dataset=load_questions(256, seed), peft_config=lora, callbacks=callbacks)
     plant(trainer, fault)
     return trainer
+
+
+def checkpoint_layers_over_frozen_embeddings(model) -> None:  # noqa: ANN001
+    from torch.utils.checkpoint import checkpoint
+
+    model.get_input_embeddings().requires_grad_(False)
+    for layer in model.model.layers:
+        forward = layer.forward
+
+        def run(hidden_states, *rest, forward=forward, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+            return checkpoint(lambda h: forward(h, *rest, **kwargs), hidden_states, use_reentrant=True)
+
+        layer.forward = run
 
 
 def plant(trainer, fault: str) -> None:  # noqa: ANN001

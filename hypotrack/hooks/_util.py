@@ -111,3 +111,16 @@ def some_group_varies(batch: Any) -> bool:
     if rewards.numel() < size or rewards.numel() % size:
         return bool(rewards.numel() > 1 and rewards.std() > 1e-8)
     return bool((rewards.view(-1, size).std(dim=1) > 1e-8).any())
+
+
+def gradient_reach(params: list) -> tuple[float, float]:
+    """(share of the trainable weights, by element count, the backward pass gave no gradient tensor; the norm of
+    all their gradients together). All of them count as unreached when every gradient is 0."""
+    import torch
+
+    with_grad = [p for p in params if p.grad is not None]
+    norms = torch._foreach_norm([p.grad.detach() for p in with_grad]) if with_grad else []
+    norm = float(torch.linalg.vector_norm(torch.stack(norms))) if with_grad else 0.0
+    reached = sum(p.numel() for p in with_grad) if norm > 0.0 else 0
+    total = sum(p.numel() for p in params)
+    return (1.0 - reached / total if total else 0.0), norm

@@ -11,10 +11,11 @@ gates detach, so they cost nothing for the rest of the run:
 - ``ref_kl`` (h18): with a KL term, the reference is the initial policy, so before the first optimizer
   step the reference's logprobs equal the policy's (the KL is 0). A reference loaded from another
   checkpoint, or the base model under a trained adapter, breaks it.
-- ``grad`` (h19): whenever some group's rewards differ, the advantages are not all zero and the gradient
-  norm is above 0. A zero gradient means the loss never reaches the trained weights (checkpointed layers
-  whose inputs do not require grad; adapters that do not require grad; a loss mask that removes every
-  completion token, h02's).
+- ``grad`` (h19): whenever some group's rewards differ, the advantages are not all zero, the gradient
+  norm is above 0 and it reaches most trainable weights. A zero gradient means the loss never reaches the
+  trained weights (checkpointed layers whose inputs do not require grad; adapters that do not require
+  grad; a loss mask that removes every completion token, h02's); half or more of the weights without any
+  gradient means the backward pass stops before them (a head outside checkpointed layers still trains).
 - ``parity`` (h14): the generator's logprobs of the tokens it sampled (after temperature, top-k/p, ...)
   match the scoring logprobs the loss uses (mean gap within ``parity_gap`` nats).
 - ``lora`` (h06): with LoRA, the rollout after an optimizer step comes from the trained adapters (the
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypotrack.hooks.base import DiagnosticHook, LossParts, RolloutBatch, StepContext
+from hypotrack.readings import NO_GRAD_SHARE
 
 
 @dataclass(frozen=True)
@@ -173,13 +175,10 @@ class GatesHook(DiagnosticHook):
     def on_before_optimizer_step(self, ctx: StepContext) -> dict[str, float]:
         if not self.active:
             return {}
-        import torch
-
-        from hypotrack.hooks._util import unwrap
+        from hypotrack.hooks._util import gradient_reach, unwrap
 
         # transformers clips before this event: the norm is the one the optimizer applies (0 stays 0)
-        grads = [p.grad.detach() for p in unwrap(ctx.model).parameters() if p.requires_grad and p.grad is not None]
-        norm = float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))) if grads else 0.0
+        share, norm = gradient_reach([p for p in unwrap(ctx.model).parameters() if p.requires_grad])
         if self._variance and not norm > 0.0:
             where = ("no trainable adapter received a gradient (checkpointed layers whose inputs do not require "
                      "grad, adapters that are not trained)" if self._peft else
@@ -187,6 +186,11 @@ class GatesHook(DiagnosticHook):
                      "every loss token masked?)")
             self._fail("grad", "h19", ctx.step + 1,
                        f"some groups' rewards differ but the gradient norm is {norm:g}: {where}")
+        elif self._variance and share >= NO_GRAD_SHARE:
+            self._fail("grad", "h19", ctx.step + 1,
+                       f"some groups' rewards differ but {share:.1%} of the trainable weights got no gradient (the "
+                       f"norm, {norm:.4g}, is the rest's): the backward pass stops before them (checkpointed layers "
+                       "whose inputs do not require grad?)")
         self._fresh = False
         self._optimizer_steps += 1
         return {"grad_norm": norm}

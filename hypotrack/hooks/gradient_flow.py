@@ -34,17 +34,11 @@ class GradientFlowHook(DiagnosticHook):
         return {}
 
     def on_before_optimizer_step(self, ctx: StepContext) -> dict[str, float]:
-        import torch
-
-        from hypotrack.hooks._util import unwrap
+        from hypotrack.hooks._util import gradient_reach, unwrap
 
         varied, self._variance = self._variance, False
         params = [p for p in unwrap(ctx.model).parameters() if p.requires_grad]
         if not varied or not params:
             return {}
-        with_grad = [p for p in params if p.grad is not None]
-        norms = torch._foreach_norm([p.grad.detach() for p in with_grad]) if with_grad else []
-        total = sum(p.numel() for p in params)
-        norm = float(torch.linalg.vector_norm(torch.stack(norms))) if with_grad else 0.0
-        reached = sum(p.numel() for p in with_grad) if norm > 0.0 else 0
-        return {"no_grad_share": 1.0 - reached / total, "grad_norm": norm}
+        share, norm = gradient_reach(params)
+        return {"no_grad_share": share, "grad_norm": norm}
