@@ -9,9 +9,12 @@ from hypotrack.errors import HypotrackError
 from hypotrack.toy.faults import FAULTS, _jitter, apply_config, build_faults
 
 
-def test_every_diagnosed_hypothesis_has_exactly_one_fault() -> None:
-    imitated = sorted(h for h, _ in FAULTS.values())
+def test_every_diagnosed_hypothesis_has_a_fault() -> None:
+    imitated = sorted({h for h, _ in FAULTS.values()})
     assert imitated == ["h01", "h02", "h03", "h04", "h05", "h06", *(f"h{n}" for n in range(11, 25))]
+    # a second fault of a cause copies another mechanism of it (a schedule stepped per micro-batch, h22)
+    assert sorted(name for name, (h, _) in FAULTS.items() if h == "h22") == ["schedule_counts_batches",
+                                                                             "schedule_stepped_per_micro_batch"]
     upstream = [name for name, (h, what) in FAULTS.items() if h >= "h11"]
     assert all("#" in FAULTS[name][1] for name in upstream)  # each new fault names the thread it copies
 
@@ -137,3 +140,22 @@ def test_a_timed_out_verification_scores_zero_and_a_retry_recovers_it() -> None:
     retried = retry_lowest(flaky)(completions=completions, answer=completions)
     assert retried.count(0.0) < scores.count(0.0) / 2  # two more tries recover most of them
     assert retry_lowest(exact)(completions=["1", "2"], answer=["1", "3"]) == [1.0, 0.0]  # a real 0 stays 0
+
+
+def test_a_schedule_stepped_per_micro_batch_moves_once_per_micro_batch_not_once_per_update() -> None:
+    from types import SimpleNamespace
+
+    from hypotrack.toy.faults import _schedule_step_per_micro_batch
+
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: max(0.0, 1 - step / 8))
+    trainer = SimpleNamespace(args=SimpleNamespace(gradient_accumulation_steps=4), lr_scheduler=schedule,
+                              training_step=lambda *a, **k: torch.tensor(0.0))
+    _schedule_step_per_micro_batch(trainer)
+    for micro_batch in range(1, 9):  # two updates of four micro-batches; the trainer steps after each update
+        trainer.training_step()
+        if micro_batch % 4 == 0:
+            optimizer.step()
+            schedule.step()
+    # eight steps of a schedule set for eight updates: spent after two
+    assert schedule.last_epoch == 8 and optimizer.param_groups[0]["lr"] == 0.0

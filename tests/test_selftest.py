@@ -50,7 +50,8 @@ def report_expected(cell: str) -> bool:
 # The faults of h18-h24 the toy lab can show, against their own hypotheses and the ones that read the same
 # seams (h05 and h17 the auxiliary rewards, h13 the task reward function, h03 the KL term).
 NEW_CAUSES = ["clean", "reference_without_adapter", "checkpointing_without_input_grads", "unnormalised_reward_scales",
-              "groups_of_mixed_prompts", "schedule_counts_batches", "verifier_timeouts_scored_zero"]
+              "groups_of_mixed_prompts", "schedule_counts_batches", "schedule_stepped_per_micro_batch",
+              "verifier_timeouts_scored_zero"]
 
 
 def test_compact_selftest_on_the_upstream_bug_faults(tmp_path: Path, toy_cache: Path) -> None:
@@ -66,3 +67,4 @@ def test_compact_selftest_on_the_upstream_bug_faults(tmp_path: Path, toy_cache: 
     # triage on the same runs' plain TRL logs names the cause first where TRL logs its signature
     ranks = {row["row"]: row["rank"] for row in report["triage"]["rows"] if row["expected"]}
     assert ranks["reference_without_adapter"] == 1 and ranks["schedule_counts_batches"] == 1, ranks
+    assert ranks["schedule_stepped_per_micro_batch"] == 1, ranks

@@ -54,6 +54,10 @@ FAULTS: dict[str, tuple[str, str]] = {
     "schedule_counts_batches": ("h22", "the learning-rate schedule is built for a quarter of the run's optimizer "
                                        "steps (its horizon counted in batches where the optimizer steps once per four, "
                                        "SkyRL PR #873): a linear decay reaches 0 a quarter of the way in"),
+    "schedule_stepped_per_micro_batch": ("h22", "the learning-rate schedule advances on every micro-batch while the "
+                                                "optimizer steps once per four (gradient accumulation; starVLA PR #210, "
+                                                "accelerate#963): a linear decay set for the whole run reaches 0 a "
+                                                "quarter of the way in"),
     "length_normalised_loss": ("h23", "the loss divides each completion's token sum by its own length (loss_type "
                                       "grpo, trl PR #3138) on a run whose completions can grow: a long wrong answer "
                                       "is penalised less per token, so wrong answers get longer"),

@@ -25,6 +25,7 @@ SIGNATURE_STEPS: dict[str, int] = {
     "biased_judge": 30,  # the policy has to learn the judge's preference before its trend shows
     "noisy_reward_component": 8,  # h05 tells a noisy auxiliary reward from a climbing one by its trend
     "schedule_counts_batches": 16,  # the rate reaches 0 a quarter of the way in; a quarter must remain after it
+    "schedule_stepped_per_micro_batch": 16,  # the same course, from a schedule stepped four times per update
     "length_normalised_loss": 40,  # a length drift needs many updates (the default self-test leaves it out)
 }
 
@@ -40,6 +41,9 @@ CONFIG_CHANGES: dict[str, dict[str, Any]] = {
                                           "grpo.gradient_checkpointing_kwargs": {"use_reentrant": True},
                                           "lora.modules_to_save": ["lm_head"]},
     "schedule_counts_batches": {"grpo.lr_scheduler_type": "linear", "grpo.warmup_steps": 0},
+    # the user's schedule over the whole run, and four micro-batches per optimizer update
+    "schedule_stepped_per_micro_batch": {"grpo.lr_scheduler_type": "linear", "grpo.warmup_steps": 0,
+                                         "grpo.gradient_accumulation_steps": 4},
     "length_normalised_loss": {"grpo.loss_type": "grpo", "grpo.max_completion_length": 16},
 }
 LEARNING_RATE_FACTOR = 20.0  # learning_rate_too_high
@@ -99,6 +103,8 @@ class Faults:
             _shuffle_within_generation_batch(trainer)
         if "schedule_counts_batches" in self.names:
             _short_schedule_horizon(trainer)
+        if "schedule_stepped_per_micro_batch" in self.names:
+            _schedule_step_per_micro_batch(trainer)
 
     def model(self, model, peft_config):  # noqa: ANN001, ANN201 - (model, peft_config) as the trainer gets them
         """The model and adapter config the trainer is built with: a LoRA run continuing from a trained adapter
@@ -337,6 +343,25 @@ def _short_schedule_horizon(trainer) -> None:  # noqa: ANN001
         return original(max(1, int(num_training_steps * SCHEDULE_HORIZON_SHARE)), optimizer)
 
     trainer.create_scheduler = create_scheduler
+
+
+def _schedule_step_per_micro_batch(trainer) -> None:  # noqa: ANN001
+    """Advance the learning-rate schedule after every micro-batch's backward pass, as a loop that calls
+    scheduler.step() inside its accumulation loop does; the trainer's own step after each update is the last
+    micro-batch's, so the schedule moves gradient_accumulation_steps times per optimizer step."""
+    original = trainer.training_step
+    accumulation = int(trainer.args.gradient_accumulation_steps)
+    micro_batches = 0
+
+    def training_step(*args: Any, **kwargs: Any):  # noqa: ANN202 - the loss TRL returns
+        nonlocal micro_batches
+        loss = original(*args, **kwargs)
+        micro_batches += 1
+        if micro_batches % accumulation and trainer.lr_scheduler is not None:
+            trainer.lr_scheduler.step()
+        return loss
+
+    trainer.training_step = training_step
 
 
 def build_faults(names: list[str]) -> Faults:
