@@ -64,6 +64,13 @@ MODES = ("single", "double")
 SETTLE_SECONDS = 60.0
 
 
+def tail(output: str, chars: int) -> str:
+    """The end of a runner's output without faulthandler's "Extension modules:" line, which would fill the tail
+    and hide the thread stacks of a runner that hung."""
+    kept = [line for line in output.splitlines() if not line.startswith("Extension modules:")]
+    return "\n".join(kept)[-chars:]
+
+
 def trial_seed(trial_id: str) -> int:
     """A trial's random choices come from its id, shifted by HYPOTRACK_INTERRUPT_SEED."""
     return zlib.crc32(trial_id.encode()) + int(os.environ.get("HYPOTRACK_INTERRUPT_SEED", "0"))
@@ -486,7 +493,7 @@ def problems(obs: Observation) -> list[str]:
     found: list[str] = []
     if obs.error:
         return [f"the trial did not complete: {obs.error}"] + [
-            f"run {run.name} output (tail):\n{run.output[-6000:]}" for run in obs.runs]
+            f"run {run.name} output (tail):\n{tail(run.output, 6000)}" for run in obs.runs]
     trial = obs.trial
     # 4. the stores are intact
     for name, result in obs.integrity.items():
@@ -536,9 +543,9 @@ def _run_problems(trial: Trial, obs: Observation, run: RunRecord, record: dict |
     where = f"run {run.name}"
     if run.early_exit:
         found.append(f"{where}: the runner ended on its own (exit code {run.rc}) before its interrupt; output tail:\n"
-                     f"{run.output[-1500:]}")
+                     f"{tail(run.output, 1500)}")
     if "Traceback" in run.output:
-        found.append(f"{where}: traceback in the runner's output:\n{run.output[-3000:]}")
+        found.append(f"{where}: traceback in the runner's output:\n{tail(run.output, 3000)}")
     if record is None:
         return found + [f"{where}: no test run recorded (test id {run.test_id!r})"]
     # exit code and registry state
@@ -552,7 +559,7 @@ def _run_problems(trial: Trial, obs: Observation, run: RunRecord, record: dict |
         expect_rc, expect_state = 0, "finished"
     if run.rc != expect_rc:
         found.append(f"{where}: exit code {run.rc}, expected {expect_rc}" + (
-            "" if run.early_exit else f"; output tail:\n{run.output[-1500:]}"))
+            "" if run.early_exit else f"; output tail:\n{tail(run.output, 1500)}"))
     if record["state"] != expect_state:
         found.append(f"{where}: test run state {record['state']!r}, expected {expect_state!r} ({record['error']})")
     if run.victims and record["verdict"] != "inconclusive":
@@ -826,14 +833,14 @@ def connect_problems(obs: ConnectObservation) -> list[str]:
     found: list[str] = []
     if obs.stop_seconds is None:
         found.append(f"the runner had not ended 60s after {obs.trial.sig.name} (or ended before it); output "
-                     f"tail:\n{obs.output[-3000:]}")
+                     f"tail:\n{tail(obs.output, 3000)}")
     elif obs.stop_seconds > STOP_SECONDS:
         found.append(f"the runner took {obs.stop_seconds}s to end after {obs.trial.sig.name}; at most "
                      f"{STOP_SECONDS:.0f}s is promised")
     if obs.rc != 130:
-        found.append(f"exit code {obs.rc}, expected 130; output tail:\n{obs.output[-1500:]}")
+        found.append(f"exit code {obs.rc}, expected 130; output tail:\n{tail(obs.output, 1500)}")
     if "Traceback" in obs.output:
-        found.append(f"traceback in the runner's output:\n{obs.output[-3000:]}")
+        found.append(f"traceback in the runner's output:\n{tail(obs.output, 3000)}")
     if obs.status_rc != 0:
         found.append(f"`hypotrack status` exit code {obs.status_rc}: {obs.status_output[-800:]}")
     for name, result in obs.integrity.items():
