@@ -74,5 +74,6 @@ NOT_SHOWN_ON_TOY: dict[str, str] = {
                               "cannot (a warm start that adds a 15-50 character tail after its own wrong answers "
                               "left tails after right ones nearly as long), and under loss_type grpo its wrong "
                               "answers got shorter over 60 steps (trend -4.0 standard errors; dapo +3.0); a "
-                              "hedge mode that is always wrong was trained away within 10 steps under both losses",
+                              "hedge mode that is always wrong fell from 30% to under 10% of completions within "
+                              "12 steps under both losses",
 }

@@ -9,11 +9,11 @@ the bug of a script whose groups are not one prompt's. Three more of its options
 
 - `--resume-adapter DIR` loads an adapter trained before (SFT) into the policy after the trainer is built,
   so TRL's reference is still the base model with the adapters off (h18's cause).
-- `--lr-scheduler linear --accumulation 4`: the script builds its own optimizer and linear schedule and
-  counts the schedule's horizon in micro-batches, max_steps / accumulation, where TRL's max_steps already
-  counts optimizer steps (h22's).
-- `--freeze-embeddings --checkpoint-layers reentrant` (full fine-tuning): the script checkpoints each layer
-  itself with torch's reentrant checkpoint, and no layer input requires grad (h19's).
+- `--lr-scheduler linear --accumulation 4`: the subclass builds its own linear schedule over
+  max_steps / accumulation updates, where TRL's max_steps already counts optimizer updates (h22's).
+- `--freeze-embeddings --checkpoint-layers reentrant` (with --no-peft): the script checkpoints each layer
+  itself with torch's reentrant checkpoint and turns TRL's own off, and no layer input requires grad
+  (h19's).
 """
 
 from __future__ import annotations
