@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hypotrack.effect import Effect, Series, measure
+from hypotrack.known_failures import explain
 from hypotrack.spec.models import AnyOf, Criterion, Hypothesis
 from hypotrack.text import HEADLINE_WIDTH, clip
 
@@ -249,6 +250,14 @@ def signature(hypothesis: Hypothesis, series: Series, seeds: list[int]) -> Signa
     return Signature("undecided", "; ".join(r.describe() for r in failing[:3]), results, deciding=failing[:1])
 
 
+def _known(failed_runs: dict[str, str], hypothesis_id: str) -> str:
+    """What the failed runs' errors say, where an error is a known cause's (hypotrack/known_failures.py)."""
+    known = {k.hypothesis: k for k in filter(None, map(explain, failed_runs.values()))}
+    return "".join(f"; the error is the cause this hypothesis names: {k.means}" if k.hypothesis == hypothesis_id else
+                   f"; the error is {k.hypothesis}'s cause: {k.means} (`hypotrack run {k.hypothesis}` tests it)"
+                   for k in known.values())
+
+
 def decide(hypothesis: Hypothesis, series: Series, seeds: list[int],
            failed_runs: dict[str, str] | None = None, trainer: str = "grpo", max_seeds: int | None = None) -> Verdict:
     """The two-part verdict (see the module docstring); ``trainer`` is the experiment's (grpo measures an effect).
@@ -259,8 +268,8 @@ def decide(hypothesis: Hypothesis, series: Series, seeds: list[int],
     failed_runs = failed_runs or {}
     sig = signature(hypothesis, series, seeds)
     if failed_runs:
-        failed = ", ".join(f"{k}: {v}" for k, v in sorted(failed_runs.items()))
-        return _finish(Verdict("inconclusive", None, f"inconclusive: failed runs ({failed})", sig.results,
+        failed = ", ".join(f"{k}: {v}" for k, v in sorted(failed_runs.items())) + ")" + _known(failed_runs, hypothesis.id)
+        return _finish(Verdict("inconclusive", None, f"inconclusive: failed runs ({failed}", sig.results,
                                failed_runs, sig.reading, seeds=list(seeds)),
                        f"{len(failed_runs)} arm run(s) failed")
     if sig.reading == "overlap":

@@ -161,6 +161,19 @@ def test_failed_runs_make_it_inconclusive_never_validated():
     assert verdict.status == "inconclusive" and verdict.confidence is None
     assert "failed runs" in verdict.summary and "treatment/2: CUDA OOM" in verdict.summary
     assert verdict.evidence()["failed_runs"] == {"treatment/2": "CUDA OOM"}
+    assert "cause" not in verdict.summary  # an error that names no cause adds nothing
+
+
+def test_a_failed_run_whose_error_is_a_known_cause_points_to_its_hypothesis():
+    data = series("reward", {0: 0.3, 1: 0.3, 2: 0.3}, {0: 0.9, 1: 0.9, 2: 0.9})
+    error = "RuntimeError: element 0 of tensors does not require grad and does not have a grad_fn"
+    verdict = decide(hyp([DELTA_UP], [DELTA_FLAT]), data, SEEDS, failed_runs={"control/0": error, "control/1": error})
+    assert verdict.status == "inconclusive"  # a crash decides nothing by itself
+    assert verdict.summary.count("the error is h19's cause: the loss reaches no trainable weight") == 1
+    assert "`hypotrack run h19` tests it" in verdict.summary
+    own = decide(hyp([DELTA_UP], [DELTA_FLAT]).model_copy(update={"id": "h19"}), data, SEEDS,
+                 failed_runs={"control/0": error})
+    assert "the error is the cause this hypothesis names: the loss reaches no trainable weight" in own.summary
 
 
 def test_missing_metric_is_inconclusive_with_reason():

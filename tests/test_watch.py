@@ -126,6 +126,17 @@ def test_a_crashing_run_is_still_triaged_and_recorded(tmp_path: Path, toy_cache:
     triage = latest_triage(tmp_path)
     assert triage.id == result["triage_id"] and triage.report["watch"]["outcome"] == "crashed"
     assert triage.report["steps"] >= 1
+    assert triage.report["watch"]["crash_cause"] is None  # a grading service's error names no cause
+
+
+@pytest.mark.slow
+def test_a_crash_whose_error_is_a_known_cause_names_its_hypothesis(tmp_path: Path, toy_cache: Path) -> None:
+    [result], stderr = run_script(tmp_path, toy_cache, "--fault", "own_checkpointing_lora", "--steps", "2",
+                                  expect_rc=3)
+    assert "does not require grad" in result["crashed"] and result["outcome"] == "crashed"
+    assert "this error is h19's cause: the loss reaches no trainable weight" in stderr
+    # it crashed in its first backward pass: no step logged, so there is no run to triage and record
+    assert result["triage_id"] is None and "no numeric metrics logged" in stderr
 
 
 @pytest.mark.slow

@@ -9,7 +9,8 @@ A planted fault is set up the way a user's script would carry it:
 
 faults: wrong_reference (h03: the reference is another checkpoint), dropout_in_old_logps (h08: dropout
 left on with num_iterations 2), frozen_lora_b (h06: adapters that cannot train), own_checkpointing (h19: full
-fine-tuning with frozen embeddings, each layer checkpointed by the script with torch's reentrant checkpoint),
+fine-tuning with frozen embeddings, each layer checkpointed by the script with torch's reentrant checkpoint;
+own_checkpointing_lora: the same under LoRA, where nothing trainable is left in reach and backward raises),
 lora_not_synced (h06),
 sampling_temperature_not_scored (h14), kl_wrong_sign (h03); crash (the task reward raises on the second
 batch); two_iterations (healthy, with the old logprobs recomputed). Prints one line: MARKER + JSON.
@@ -102,11 +103,13 @@ def build(out: Path, fault: str, steps: int, seed: int = 0, callbacks: list | No
         settings["num_iterations"] = 2
     if fault == "dropout_in_old_logps":
         model_kwargs["attention_dropout"] = 0.1
-    if fault == "own_checkpointing":  # the script checkpoints its layers itself, TRL's own checkpointing off
-        settings.update(learning_rate=3e-4, gradient_checkpointing=False)
+    if fault.startswith("own_checkpointing"):  # the script checkpoints its layers itself, TRL's own off
+        settings.update(gradient_checkpointing=False)
+    if fault == "own_checkpointing":
+        settings.update(learning_rate=3e-4)
         peft = False
     model = AutoModelForCausalLM.from_pretrained(path, **model_kwargs)
-    if fault == "own_checkpointing":
+    if fault.startswith("own_checkpointing"):
         checkpoint_layers_over_frozen_embeddings(model)
     lora = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
                       task_type="CAUSAL_LM") if peft else None

@@ -24,7 +24,7 @@ def record_run(session: Any, trainer: Any) -> tuple[Any, str]:  # noqa: ANN401 -
     task_reward = trainer.reward_func_names[session.tap.task_index]
     report = triage(str(folder), load_library().hypotheses, task_reward=task_reward)
     watched = {
-        "outcome": session.outcome, "hooks": session.hook_names,
+        "outcome": session.outcome, "hooks": session.hook_names, "crash_cause": session.crash_cause,
         "stopped_by": _failure(session.stopped_by) if session.stopped_by is not None else None,
         "gate_failures": [_failure(f) for f in session.failures()],
         "trainer": f"{type(trainer).__module__}.{type(trainer).__qualname__}",

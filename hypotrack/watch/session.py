@@ -49,6 +49,7 @@ class Watch(TapCallback):
         self.warned: set[str] = set()
         self.stopped_by: GateFailure | None = None
         self.outcome: str | None = None  # finished | stopped | crashed, once training is over
+        self.crash_cause: str | None = None  # the hypothesis a crash's error names (hypotrack/known_failures.py)
         self.triage_id: str | None = None
         self.report: Any = None  # the TriageReport of the run, once recorded
 
@@ -144,13 +145,26 @@ def _wrap_train(trainer: Any, session: Watch) -> None:
     def watched_train(*args: Any, **kwargs: Any):
         try:
             result = train(*args, **kwargs)
-        except BaseException:
+        except BaseException as exc:
+            _known_cause(session, exc)
             session.finish("crashed")
             raise
         session.finish("stopped" if session.stopped_by is not None else "finished")
         return result
 
     trainer.train = watched_train
+
+
+def _known_cause(session: Watch, exc: BaseException) -> None:
+    """A crash whose error is a known cause's names its hypothesis, in a warning and in the run's record."""
+    from hypotrack.known_failures import explain
+
+    known = explain(f"{type(exc).__name__}: {exc}")
+    if known is None:
+        return
+    session.crash_cause = known.hypothesis
+    warnings.warn(f"hypotrack: this error is {known.hypothesis}'s cause: {known.means} (`hypotrack run "
+                  f"{known.hypothesis}` tests it on this script)", stacklevel=3)
 
 
 def _task_index(trainer: Any, task_reward: str | None) -> int:
