@@ -268,8 +268,9 @@ def decide(hypothesis: Hypothesis, series: Series, seeds: list[int],
     failed_runs = failed_runs or {}
     sig = signature(hypothesis, series, seeds)
     if failed_runs:
-        failed = ", ".join(f"{k}: {v}" for k, v in sorted(failed_runs.items())) + ")" + _known(failed_runs, hypothesis.id)
-        return _finish(Verdict("inconclusive", None, f"inconclusive: failed runs ({failed}", sig.results,
+        failed = ", ".join(f"{k}: {v}" for k, v in sorted(failed_runs.items()))
+        summary = f"inconclusive: failed runs ({failed}){_known(failed_runs, hypothesis.id)}"
+        return _finish(Verdict("inconclusive", None, summary, sig.results,
                                failed_runs, sig.reading, seeds=list(seeds)),
                        f"{len(failed_runs)} arm run(s) failed")
     if sig.reading == "overlap":
