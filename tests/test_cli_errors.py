@@ -382,6 +382,8 @@ CORPUS = [
     ("registry-is-a-folder", "registry", lambda project, tmp: (tmp / "adir").mkdir(), ["--db", "{tmp}/adir", "status"],
      [r"registry .*adir is a folder; give a file"]),
     ("deeply-nested-yaml", "yaml", append(H06, "deep: " + "[" * 3000 + "]" * 3000 + "\n"), ["validate"],
+     [r"h06_lora_weight_sync\.yaml:\d+: .*nested more than 64 levels deep"]),
+    ("nested-past-the-depth-limit", "yaml", append(H06, "deep: " + "[" * 100 + "]" * 100 + "\n"), ["validate"],
      [r"h06_lora_weight_sync\.yaml:\d+: deep\[0\]\[0\]\.\.\.: nested more than 64 levels deep"]),
     ("run-arms-repeated", "flags", nothing, ["run", "h01", "--arms", "control,control", "--dry-run"],
      [r"--arms: 'control' is listed twice"]),

@@ -83,10 +83,19 @@ class eval_mode:
         return False
 
 
+# The decoding cache's keyword: transformers 5.x renamed ``past_key_values`` to ``cache`` (and dropped
+# ``cache_position``); a model's forward receives whichever its version passes.
+_CACHE_KWARGS = ("cache", "past_key_values")
+
+
+def _decoding_cache(kwargs: dict) -> Any:
+    return next((kwargs[k] for k in _CACHE_KWARGS if kwargs.get(k) is not None), None)
+
+
 def is_generate_forward(kwargs: dict) -> bool:
     """A decoding forward of `generate` (not the training or scoring pass): no grad, no labels, cache arguments."""
     return (not torch.is_grad_enabled() and "labels" not in kwargs
-            and any(k in kwargs for k in ("past_key_values", "cache_position", "use_cache")))
+            and any(k in kwargs for k in (*_CACHE_KWARGS, "cache_position", "use_cache")))
 
 
 def is_prefill(ids: torch.Tensor, kwargs: dict, last_width: int | None) -> bool:
@@ -94,7 +103,7 @@ def is_prefill(ids: torch.Tensor, kwargs: dict, last_width: int | None) -> bool:
 
     ``last_width`` is the input width of the previous generate forward, for a model called without a cache.
     """
-    past = kwargs.get("past_key_values")
+    past = _decoding_cache(kwargs)
     if past is not None and hasattr(past, "get_seq_length"):
         return int(past.get_seq_length()) == 0
     position = kwargs.get("cache_position")

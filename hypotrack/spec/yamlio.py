@@ -73,6 +73,7 @@ class YamlSyntaxError(Exception):
 # many values is an alias bomb, not a hypothesis: refuse it before it exhausts memory.
 MAX_VALUES = 20_000
 MAX_DEPTH = 64  # no hypothesis nests this deep; deeper is a generated or hostile file (and Python's stack)
+_TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep"
 
 # Tags hypotrack reads; any other (``!!set``, ``!python/object``, ``!custom``) would be dropped
 # silently or read as something the author did not mean, so it is a problem with its line.
@@ -97,11 +98,13 @@ def read_yaml(path: Path, text: str | None = None) -> YamlDoc:
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
-    except RecursionError:
-        raise YamlSyntaxError(path, 1, "invalid YAML: nested too deeply to read") from None
+    except RecursionError:  # the pure-Python parser runs out of stack before it reaches a limit of its own
+        raise YamlSyntaxError(path, 1, _TOO_DEEP) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
+        if exc.problem and "nesting depth" in exc.problem:  # libyaml 0.2.6 stops at 1,000 levels itself
+            raise YamlSyntaxError(path, line, _TOO_DEEP) from None
         unfinished = yaml_unfinished_line(text, exc.problem_mark.index if exc.problem_mark else None,
                                           exc.context_mark.line + 1 if exc.context_mark else None)
         if unfinished:
@@ -142,7 +145,7 @@ class _Builder:
         if self.values > MAX_VALUES:
             raise _TooBig
         if len(self.open_nodes) >= MAX_DEPTH:
-            self.doc.problems.append((self.line, _dotted(loc[:3]) + "...", f"nested more than {MAX_DEPTH} levels deep"))
+            self.doc.problems.append((self.line, _dotted(loc[:3]) + "...", _TOO_DEEP))
             return None
         if id(node) in self.open_nodes:
             self.doc.problems.append((self.line, _dotted(loc), "recursive alias: a value that contains itself"))
