@@ -68,3 +68,35 @@ def test_compact_selftest_on_the_upstream_bug_faults(tmp_path: Path, toy_cache: 
     ranks = {row["row"]: row["rank"] for row in report["triage"]["rows"] if row["expected"]}
     assert ranks["reference_without_adapter"] == 1 and ranks["schedule_counts_batches"] == 1, ranks
     assert ranks["schedule_stepped_per_micro_batch"] == 1, ranks
+
+
+def test_a_matrix_wider_than_the_terminal_shows_one_letter_a_cell() -> None:
+    """Twenty hypotheses of 'inconclusive 0.67' do not fit a terminal: each verdict keeps its cell as one letter
+    and the fault names are shortened instead."""
+    from rich.console import Console
+
+    from hypotrack.cli.selftest import _print_matrix
+    from hypotrack.run.selftest import SelftestResult
+    from hypotrack.verdict import Verdict
+
+    hypotheses = [f"h{i:02d}" for i in range(1, 21)]
+    expected = {"checkpointing_without_input_grads": "h19", "reference_without_adapter": "h18"}
+    rows = ["clean", *expected]
+    verdicts = {(row, hyp): Verdict("validated" if expected.get(row) == hyp else
+                                    "not_applicable" if hyp == "h03" else "inconclusive" if hyp == "h05" else
+                                    "invalidated", 0.67, "")
+                for row in rows for hyp in hypotheses}
+    result = SelftestResult(rows=rows, hypotheses=hypotheses, verdicts=verdicts, seconds=60, unique_runs=3,
+                            failed_runs=0, store=Path("."), expected=expected)
+    for width, label in ((200, "checkpointing_without_input_grads (h19)"), (100, "checkpointing_wit…")):
+        console = Console(width=width, record=True, force_terminal=False)
+        _print_matrix(console, result)
+        lines = console.export_text().splitlines()
+        row = next(line.split() for line in lines if line.lstrip().startswith("checkpointing_"))
+        letters = {"validated": "V", "invalidated": "i", "inconclusive": "?", "not_applicable": "n/a"}
+        assert row[-20:] == [letters[verdicts[("checkpointing_without_input_grads", hyp)].status]
+                             for hyp in hypotheses], (width, lines)
+        assert " ".join(row[:-20]) == label and max(map(len, lines)) <= width
+    wide = Console(width=500, record=True, force_terminal=False)
+    _print_matrix(wide, result)
+    assert "inconclusive 0.67" in wide.export_text()  # where it fits, each cell has its words and confidence

@@ -97,20 +97,36 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
         sys.exit(1)
 
 
+# One letter a cell where the full words would not fit the terminal (20 hypotheses do not fit 160 columns).
+_SHORT = {"validated": "V", "partial": "p", "invalidated": "i", "inconclusive": "?", "not_applicable": "n/a"}
+_FULL_CELL = len("inconclusive 0.67") + 3  # a full cell's width with rich's padding and border
+
+
 def _print_matrix(out, result) -> None:  # noqa: ANN001
+    from rich import box
     from rich.table import Table
 
-    table = Table(title="Planted fault x hypothesis (cells: verdict, confidence)", title_justify="left")
-    table.add_column("planted fault")
+    label_width = max(len(f"{row} ({result.expected.get(row, '')})") for row in result.rows)
+    short = label_width + _FULL_CELL * (len(result.hypotheses) + bool(result.triage)) > out.width
+    title = ("Planted fault x hypothesis (V validated, i invalidated, ? inconclusive, p partial, n/a not applicable;"
+             " --json has each confidence)" if short else "Planted fault x hypothesis (cells: verdict, confidence)")
+    table = (Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0)) if short
+             else Table(title=title, title_justify="left"))
+    # a narrow terminal shortens the fault names first, never a verdict
+    verdicts_width = 4 * len(result.hypotheses) + (13 if result.triage else 0)
+    table.add_column("planted fault", no_wrap=True, max_width=max(12, out.width - verdicts_width - 2) if short else None)
     for hyp in result.hypotheses:
-        table.add_column(hyp, justify="center")
+        table.add_column(hyp, justify="center", min_width=3 if short else None)
     if result.triage:
-        table.add_column("triage: its hypothesis's rank", justify="center")
+        table.add_column("triage rank" if short else "triage: its hypothesis's rank", justify="center", no_wrap=short)
     for row in result.rows:
         cells = []
         for hyp in result.hypotheses:
             verdict = result.verdicts[(row, hyp)]
-            text = verdict.status if verdict.confidence is None else f"{verdict.status} {verdict.confidence:.2f}"
+            if short:
+                text = _SHORT.get(verdict.status, verdict.status)
+            else:
+                text = verdict.status if verdict.confidence is None else f"{verdict.status} {verdict.confidence:.2f}"
             own = result.expected.get(row) == hyp
             colour = "green" if (verdict.status == "validated") == own and own else (
                 "red" if verdict.status == "validated" or own else "dim")
