@@ -62,6 +62,19 @@ def test_near_constant_group_blows_up_under_group_only():
     assert all(math.isfinite(v) for v in out.values())
 
 
+def test_a_tie_breaker_is_a_noise_tie_and_a_close_continuous_score_is_not():
+    """A 1e-3 tie-breaker on a 0-10 grader sits under 0.1% of the range; the odd completion of a group whose
+    continuous score lands 0.02 from the others (1% of a range of 2) is near-tied but no noise tie."""
+    real = [0.0, 10.0] * 4
+    tie_breaker = AdvantagesHook().on_rollout(batch_for([10.0] * 7 + [10.001] + real, 8), step=0)
+    assert tie_breaker["near_zero_std_abs_adv_max"] > 1.5 and tie_breaker["noise_tie_abs_adv_max"] > 1.5
+    close = AdvantagesHook().on_rollout(batch_for([1.0] * 7 + [1.02] + [0.0, 2.0] * 4, 8), step=0)
+    assert close["near_zero_std_abs_adv_max"] > 1.5 and close["noise_tie_abs_adv_max"] == 0.0
+    nts = AdvantagesHook().on_rollout(batch_for([[10.0, 1.0]] * 7 + [[10.001, 0.0]] + [[0.0, 1.0], [10.0, 0.0]] * 4,
+                                                8, aggregation="normalize_then_sum"), step=0)
+    assert nts["noise_tie_abs_adv_max"] > 0.5  # per (group, function) pair under normalize_then_sum
+
+
 def test_exactly_tied_group_has_zero_advantage_and_nan_rows():
     rewards = [[1.0], [1.0], [float("nan")], [0.0]]
     out = AdvantagesHook().on_rollout(batch_for(rewards, 2), step=0)

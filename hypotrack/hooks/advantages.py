@@ -17,6 +17,12 @@ keys always describe sum_then_normalize under each scale_rewards mode, for compa
 so far in the run (the largest minus the smallest reward, per function under normalize_then_sum): its
 completions are effectively tied, yet "group" scaling multiplies their differences by ~100 or more. Being
 relative to the observed range, it means the same for 0/1 verifiers and for reward models of any scale.
+
+`noise_tie` (default 0.001): `noise_tie_abs_adv_max` is the largest advantage of a group whose std is below
+0.1% of that range: a difference no grader means (a tie-breaker, bf16 jitter). A reward that varies
+continuously (a reward model's score) leaves a group under 1% now and then by chance, when most of its
+completions are identical and the odd one scores close to them; under 0.1% that chance is ten times
+smaller, while a tie-breaker's 1e-4 of the range stays below it every time.
 """
 from __future__ import annotations
 
@@ -34,7 +40,7 @@ class AdvantagesHook(DiagnosticHook):
     )
     metrics = (
         "abs_max", "abs_mean", "abs_p99", "group_std_min", "group_std_mean", "near_zero_std_share",
-        "near_zero_std_abs_adv_max", "abs_max_group", "abs_max_batch", "abs_max_none",
+        "near_zero_std_abs_adv_max", "noise_tie_abs_adv_max", "abs_max_group", "abs_max_batch", "abs_max_none",
         "recompute_max_abs_diff",
     )
 
@@ -42,10 +48,13 @@ class AdvantagesHook(DiagnosticHook):
     class Settings:
         near_tie: float = 1e-2
         """Rewards this close count as tied when a group's std is judged near zero."""
+        noise_tie: float = 1e-3
+        """A group std below this share of the reward range is a difference no grader means (a tie-breaker)."""
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
         self.near_tie = float(self.config.near_tie)
+        self.noise_tie = float(self.config.noise_tie)
         self._low = self._high = None  # running min/max of the rewards (per function under normalize_then_sum)
 
     def _range(self, rewards):  # noqa: ANN001 - (N,) or (N, F) tensor
@@ -95,13 +104,24 @@ class AdvantagesHook(DiagnosticHook):
                 parts = normalize_then_sum(batch.rewards_per_func.detach()[:n], batch.reward_weights.detach(), G)
                 std_k, terms, bstd_nts, expected = parts.function_std, parts.terms, parts.batch_std, parts.advantages
                 std_k = torch.nan_to_num(std_k, nan=0.0)
-                near = std_k < self.near_tie * self._range(batch.rewards_per_func.detach()[:n].float()).unsqueeze(0)
-                near_terms = torch.where(near.unsqueeze(1), torch.nan_to_num(terms.abs(), nan=0.0), terms.new_zeros(()))
-                vals += [std_k.min(), std_k.mean(), near.float().mean(), near_terms.amax() / (bstd_nts + EPS)]
+                span = self._range(batch.rewards_per_func.detach()[:n].float()).unsqueeze(0)
+                size = torch.nan_to_num(terms.abs(), nan=0.0) / (bstd_nts + EPS)
+
+                def largest(tie: float):  # noqa: ANN202 - the largest contribution of a pair tied up to `tie`
+                    return torch.where((std_k < tie * span).unsqueeze(1), size, size.new_zeros(())).amax()
+
+                near = std_k < self.near_tie * span
+                vals += [std_k.min(), std_k.mean(), near.float().mean(), largest(self.near_tie),
+                         largest(self.noise_tie)]
             else:
-                near = gstd < self.near_tie * self._range(rewards)
-                near_adv = torch.where(near.unsqueeze(1), adv_g.view(-1, G).abs(), torch.zeros((), device=adv.device))
-                vals += [gstd.min(), gstd.mean(), near.float().mean(), near_adv.max()]
+                span = self._range(rewards)
+
+                def largest(tie: float):  # noqa: ANN202 - the largest |advantage| of a group tied up to `tie`
+                    return torch.where((gstd < tie * span).unsqueeze(1), adv_g.view(-1, G).abs(),
+                                       torch.zeros((), device=adv.device)).max()
+
+                near = gstd < self.near_tie * span
+                vals += [gstd.min(), gstd.mean(), near.float().mean(), largest(self.near_tie), largest(self.noise_tie)]
                 expected = modes[mode].reshape(-1) if mode in modes else None
             vals += [modes[m].abs().max() for m in ("group", "batch", "none")]
             if expected is not None:
@@ -115,9 +135,10 @@ class AdvantagesHook(DiagnosticHook):
         if n:
             out["group_std_min"], out["group_std_mean"] = res[4], res[5]
             out["near_zero_std_share"], out["near_zero_std_abs_adv_max"] = res[6], res[7]
-            out["abs_max_group"], out["abs_max_batch"], out["abs_max_none"] = res[8], res[9], res[10]
-            out["recompute_max_abs_diff"] = res[11] if len(res) > 11 else 0.0
+            out["noise_tie_abs_adv_max"] = res[8]
+            out["abs_max_group"], out["abs_max_batch"], out["abs_max_none"] = res[9], res[10], res[11]
+            out["recompute_max_abs_diff"] = res[12] if len(res) > 12 else 0.0
         else:
             out.update(group_std_min=0.0, group_std_mean=0.0, near_zero_std_share=0.0, near_zero_std_abs_adv_max=0.0,
-                       abs_max_group=0.0, abs_max_batch=0.0, abs_max_none=0.0, recompute_max_abs_diff=0.0)
+                       noise_tie_abs_adv_max=0.0, abs_max_group=0.0, abs_max_batch=0.0, abs_max_none=0.0, recompute_max_abs_diff=0.0)
         return out
