@@ -127,7 +127,7 @@ def test_mixed_groups_sampler_keeps_each_batch_but_breaks_its_groups() -> None:
 
 def test_a_timed_out_verification_scores_zero_and_a_retry_recovers_it() -> None:
     from hypotrack.toy.faults import _scored_zero_on_timeout
-    from hypotrack.worker.rewards import retry_lowest
+    from hypotrack.worker.rewards import retry_failed
 
     def exact(completions, answer, **kwargs):
         return [1.0 if c == a else 0.0 for c, a in zip(completions, answer)]
@@ -137,9 +137,31 @@ def test_a_timed_out_verification_scores_zero_and_a_retry_recovers_it() -> None:
     scores = flaky(completions=completions, answer=completions)
     assert flaky.__name__ == "exact" and set(scores) == {0.0, 1.0}
     assert 0.25 < scores.count(0.0) / len(scores) < 0.55  # about 4 in 10 right answers time out and score 0
-    retried = retry_lowest(flaky)(completions=completions, answer=completions)
+    retried = retry_failed(flaky)(completions=completions, answer=completions)
     assert retried.count(0.0) < scores.count(0.0) / 2  # two more tries recover most of them
-    assert retry_lowest(exact)(completions=["1", "2"], answer=["1", "3"]) == [1.0, 0.0]  # a real 0 stays 0
+    assert retry_failed(exact)(completions=["1", "2"], answer=["1", "3"]) == [1.0, 0.0]  # a real 0 stays 0
+
+
+def test_a_retry_learns_a_default_that_is_not_the_lowest_score() -> None:
+    """A +-1 verdict whose overruns come back as 0: the retry learns 0 is the failure's value and retries it,
+    leaving the real -1 of a wrong answer alone."""
+    import random
+
+    from hypotrack.worker.rewards import retry_failed
+
+    load = random.Random(0)
+    calls = []
+
+    def verdict(completions, answer, **kwargs):
+        calls.append(len(completions))
+        return [0.0 if load.random() < 0.4 else 1.0 if c == a else -1.0 for c, a in zip(completions, answer)]
+
+    completions = ["7"] * 60 + ["8"] * 60
+    answers = ["7"] * 120
+    retried = retry_failed(verdict)(completions=completions, answer=answers)
+    assert retried[60:].count(-1.0) + retried[60:].count(0.0) == 60 and retried[:60].count(-1.0) == 0
+    assert retried.count(0.0) < 0.4 * 120 / 2  # most overruns were scored again and got their real verdict
+    assert retried[:60].count(1.0) > 45 and retried[60:].count(-1.0) > 45
 
 
 def test_a_schedule_stepped_per_micro_batch_moves_once_per_micro_batch_not_once_per_update() -> None:

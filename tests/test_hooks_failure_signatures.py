@@ -133,3 +133,52 @@ def test_sampling_parity_names_the_transform_scoring_leaves_out(generation, clos
     assert out["transform_gap_mean"] > 1e-3
     assert out["closing_transform"] == closes
     assert all(math.isfinite(v) for v in out.values())
+
+
+def _scored_again(verdict, fail_rate: float, seed: int = 0):
+    """A task reward that returns `verdict(completion, answer)`, or 0.0 for a check that overruns at random."""
+    import random
+
+    load = random.Random(seed)
+
+    def check(completions, answer, **kwargs):
+        return [0.0 if load.random() < fail_rate else verdict(c, a) for c, a in zip(completions, answer)]
+    return check
+
+
+@pytest.mark.parametrize("right, wrong", [(1.0, 0.0), (1.0, -1.0), (10.0, 2.0)])
+def test_a_failure_default_is_found_whatever_value_it_has(right, wrong):
+    """h24: re-scored completions change between a failure's default (0.0) and their real score, whether 0 is
+    the floor of a 0/1 verdict or the middle of a +-1 one; a deterministic reward never changes."""
+    from hypotrack.hooks.reward_failures import RewardFailuresHook
+
+    texts = ["7", "8"] * 16
+    answers = ["7"] * 32
+    check = _scored_again(lambda c, a: right if c == a else wrong, 0.4)
+    scores = check(completions=texts, answer=answers)
+    rollout = batch(scores, texts, reward_funcs=[check], columns={"answer": answers}, prompts=[""] * 32)
+    out = RewardFailuresHook().on_rollout(rollout, 0)
+    assert out["task/rescored_changed_share"] > 0.1
+    assert out["task/changes_at_default_share"] == 1.0 and out["task/default_value"] == 0.0
+    exact = _scored_again(lambda c, a: right if c == a else wrong, 0.0)
+    same = RewardFailuresHook().on_rollout(batch(exact(completions=texts, answer=answers), texts, reward_funcs=[exact],
+                                                 columns={"answer": answers}, prompts=[""] * 32), 0)
+    assert same["task/rescored_changed_share"] == 0.0 and "task/changes_at_default_share" not in same
+
+
+def test_a_judge_that_samples_its_grades_shares_no_default():
+    """A judge whose 0-10 grades are sampled anew on every look changes across its range: no one value is on a
+    side of every change."""
+    import random
+
+    from hypotrack.hooks.reward_failures import RewardFailuresHook
+
+    draws = random.Random(1)
+
+    def judge(completions, **kwargs):
+        return [float(draws.randint(0, 10)) for _ in completions]
+
+    texts = ["7"] * 32
+    out = RewardFailuresHook().on_rollout(batch(judge(completions=texts), texts, reward_funcs=[judge],
+                                                prompts=[""] * 32), 0)
+    assert out["task/rescored_changed_share"] > 0.7 and out["task/changes_at_default_share"] < 0.5

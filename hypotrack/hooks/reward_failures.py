@@ -8,14 +8,16 @@ all land on the default value. Every `every` rollouts, the task reward function 
 other, not with the training scores, which a trainer may have changed after the function returned):
 
 - `task/rescored_changed_share`: the share of completions whose two scores differ.
-- `task/changes_at_floor_share`: of the changed ones, the share where the lower of the two scores is the
-  lowest score seen (the default a failure returns): 1 for a failure default, lower for a judge that
-  samples its scores.
+- `task/changes_at_default_share`: of the changed ones, the largest share that have one same value as one
+  of their two scores: 1 for a failure default, whatever it is (0 for a failure under a +-1 verdict, the
+  floor of a 0/1 one), lower for a judge that samples its scores across its range.
+- `task/default_value`: that value (the default a failure returns).
 - `task/floor_share`: the share of the batch at its lowest task reward.
 Calls that raise are counted per function by hypotrack's reward wrapper (`reward_errors/<name>`).
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +27,8 @@ from hypotrack.hooks.base import DiagnosticHook, RolloutBatch
 class RewardFailuresHook(DiagnosticHook):
     name = "reward_failures"
     description = "h24: the task reward of the same completions scored again, and whether its changes sit at the floor value"
-    metrics = ("task/rescored_changed_share", "task/changes_at_floor_share", "task/floor_share")
+    metrics = ("task/rescored_changed_share", "task/changes_at_default_share", "task/default_value",
+               "task/floor_share")
 
     @dataclass(frozen=True)
     class Settings:
@@ -57,12 +60,20 @@ class RewardFailuresHook(DiagnosticHook):
         pairs = [(a, b) for a, b in zip(first, second) if a is not None and b is not None]
         if not pairs:
             return out
-        lowest = min(min(a, b) for a, b in pairs)
         changed = [(a, b) for a, b in pairs if abs(a - b) > 1e-9]
         out["task/rescored_changed_share"] = len(changed) / len(pairs)
         if changed:
-            out["task/changes_at_floor_share"] = sum(min(a, b) <= lowest for a, b in changed) / len(changed)
+            default, share = shared_value(changed)
+            out["task/changes_at_default_share"], out["task/default_value"] = share, default
         return out
+
+
+def shared_value(changed: list[tuple[float, float]]) -> tuple[float, float]:
+    """The value most of these changed (first, second) scores have on one side, and the share of them that do
+    (the lower value where two are as common): a failure default is on one side of every change."""
+    counts = Counter(value for pair in changed for value in set(pair))
+    default = min(counts, key=lambda value: (-counts[value], value))
+    return default, counts[default] / len(changed)
 
 
 def _score_again(func, batch: RolloutBatch, rows: list[int]) -> list[float | None]:  # noqa: ANN001

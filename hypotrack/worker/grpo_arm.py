@@ -82,9 +82,9 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
         # a fault in a reward function is in the user's function: the evaluation scores with it too
         rewards = faults.reward_functions(rewards, spec.task_reward_index)
     if spec.retry_failed_rewards:
-        from hypotrack.worker.rewards import retry_lowest
+        from hypotrack.worker.rewards import retry_failed
 
-        rewards = [retry_lowest(func) for func in rewards]
+        rewards = [retry_failed(func) for func in rewards]
     peft_config = build_peft_config(spec)
     if faults is not None:  # a fault in the model the run starts from (an adapter trained before it)
         model, peft_config = faults.model(model, peft_config)

@@ -6,7 +6,7 @@
 - `restore_repeat_sampler` (h21): TRL's own RepeatSampler, which puts a prompt's num_generations
   completions in one group, in place of a sampler a subclass or wrapper substituted.
 - `retry_rewards` (h24): each reward function scores again the completions it gave its lowest value
-  (worker/rewards.py retry_lowest); hypotrack's own arms wrap the functions before the trainer is built,
+  (worker/rewards.py retry_failed); hypotrack's own arms wrap the functions before the trainer is built,
   a user's script (a command experiment) gets its trainer's functions wrapped in place.
 
 These act inside the trainer, so a command experiment takes them without a flag of its script's.
@@ -67,9 +67,9 @@ def apply(trainer: Any, spec: Any, rewards_wrapped: bool = True) -> None:
 def retry_rewards(trainer: Any) -> None:
     import torch
 
-    from hypotrack.worker.rewards import retry_lowest
+    from hypotrack.worker.rewards import retry_failed
 
-    trainer.reward_funcs = [f if isinstance(f, torch.nn.Module) else retry_lowest(f) for f in trainer.reward_funcs]
+    trainer.reward_funcs = [f if isinstance(f, torch.nn.Module) else retry_failed(f) for f in trainer.reward_funcs]
 
 
 def restore_repeat_sampler(trainer: Any) -> None:

@@ -55,11 +55,28 @@ def wrap_reward(func: Callable[..., Any], log: RewardErrorLog) -> Callable[..., 
     return guarded
 
 
-def retry_lowest(func: Callable[..., Any], retries: int = 2) -> Callable[..., Any]:
-    """``func`` with each completion that got the batch's lowest score scored again (up to ``retries`` times),
-    keeping the first score that differs: a verifier that timed out or crashed and returned its default gives
-    the real score on a retry, while a deterministic function gives the same low score again (h24's treatment)."""
+def retry_failed(func: Callable[..., Any], retries: int = 2, sample: int = 16, probes: int = 8) -> Callable[..., Any]:
+    """``func`` with each completion that got a failure's default score scored again (up to ``retries`` times),
+    keeping the first score that differs: a verifier that timed out or crashed gives the real score on a retry,
+    while a deterministic function gives the same score again (h24's treatment).
+
+    The default is learned, not assumed to be the lowest score (a failure under a +-1 verdict returns 0): until
+    a change is seen, each of the first ``probes`` calls scores a sample of ``sample`` completions once more, and
+    the value every change has on one side is the default. Until then, and for a function whose scores never
+    changed, the batch's lowest score is retried."""
+    from hypotrack.hooks.reward_failures import shared_value
+
     name = getattr(func, "__name__", type(func).__name__)
+    learned: list[float] = []
+    probed = [0]
+
+    def learn(kwargs: dict[str, Any], values: list[Any]) -> None:
+        rows = [i for i, v in enumerate(values) if _finite(v)][:: max(1, len(values) // sample)][:sample]
+        again = func(**subset_rows(kwargs, rows, len(values)))
+        changed = [(float(values[row]), float(value)) for row, value in zip(rows, again)
+                   if _finite(value) and float(value) != float(values[row])]
+        if changed:
+            learned.append(shared_value(changed)[0])
 
     @functools.wraps(func)
     def retried(*args: Any, **kwargs: Any) -> list[Any]:
@@ -67,15 +84,18 @@ def retry_lowest(func: Callable[..., Any], retries: int = 2) -> Callable[..., An
         finite = [float(v) for v in values if _finite(v)]
         if args or not finite:
             return values
-        lowest = min(finite)
-        rows = [i for i, v in enumerate(values) if _finite(v) and float(v) == lowest]
+        if not learned and probed[0] < probes:
+            probed[0] += 1
+            learn(kwargs, values)
+        default = learned[0] if learned else min(finite)
+        rows = [i for i, v in enumerate(values) if _finite(v) and float(v) == default]
         for _ in range(retries):
             if not rows:
                 break
             again = func(**subset_rows(kwargs, rows, len(values)))
             still = []
             for row, value in zip(rows, again):
-                if _finite(value) and float(value) != lowest:
+                if _finite(value) and float(value) != default:
                     values[row] = value
                 else:
                     still.append(row)
