@@ -22,6 +22,9 @@ ROWS: dict[str, str | None] = {
     "tiebreak_grader": "h01", "noise_style": "h05", "near_greedy": "h15", "hot_learning_rate": "h16",
     "repetition_penalty": "h14", "out_of_reach": "h11", "wrong_sign_grade": "h13", "constant_format": None,
     "judge_hacked": "h17", "reward_model_scale": "h20", "sandbox_timeouts": "h24",
+    # a seventh user's runs (platform_rewards.py), written after h20's and h24's thresholds were set
+    "container_plus_minus": "h24", "grader_rpc_errors": "h24", "helpfulness_0_100": "h20",
+    "safety_logits": "h20", "helpfulness_scaled": None,
 }
 GRPO_HYPOTHESES = ["h01", "h02", "h03", "h04", "h05", "h06", "h11", "h12", "h13", "h14", "h15", "h16", "h17", "h18",
                    "h19", "h20", "h21", "h22", "h23", "h24"]
