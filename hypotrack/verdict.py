@@ -142,26 +142,38 @@ def aggregate_steps(points: list[tuple[int, float]], how: str, k: int) -> float 
     if how == "min":
         return min(ys)
     if how in ("slope", "slope_t"):
-        if len(values) < 2:
-            return None
-        from scipy.stats import linregress
-
         xs = [s for s, _ in values]
         if len(set(xs)) < 2:
             return None
-        fit = linregress(xs, ys)
+        slope, stderr = line_fit(xs, ys)
         if how == "slope":
-            return float(fit.slope)
+            return slope
         # slope_t: the slope in standard errors of its own fit, so "the series climbs" means the same
         # whatever the metric's units and noise (a 0-1 reward or a 0-10 judge score, 8 steps or 800).
         if len(set(xs)) < 3:
             return None  # two points fit exactly: no noise estimate
-        if fit.slope == 0:
-            return 0.0  # a flat series (scipy leaves its stderr undefined)
-        if fit.stderr == 0:
-            return math.copysign(math.inf, fit.slope)  # an exact line: no noise at all
-        return float(fit.slope / fit.stderr)
+        if slope == 0:
+            return 0.0  # a flat series
+        if stderr == 0:
+            return math.copysign(math.inf, slope)  # an exact line: no noise at all
+        return slope / stderr
     raise ValueError(f"unknown step aggregation {how!r}")
+
+
+def line_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """The least-squares slope of ys on xs and its standard error, as scipy.stats.linregress gives them
+    (stderr = sqrt(residual sum of squares / (n - 2) / sum of squared x deviations); 0 for two points).
+
+    Computed here because importing scipy.stats takes 0.8 s, most of `hypotrack triage`'s budget, and a
+    slope is all triage needs of it."""
+    slope = statistics.linear_regression(xs, ys).slope
+    n = len(xs)
+    if n < 3:
+        return slope, 0.0
+    x_mean, y_mean = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = math.fsum((x - x_mean) ** 2 for x in xs)
+    residual = math.fsum((y - y_mean - slope * (x - x_mean)) ** 2 for x, y in zip(xs, ys))
+    return slope, math.sqrt(max(residual, 0.0) / (n - 2) / sxx)
 
 
 def _compare(c: Criterion, value: float) -> bool:

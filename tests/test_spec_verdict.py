@@ -66,6 +66,37 @@ def test_slope_t_is_the_same_whatever_the_metric_scale_and_separates_a_climb_fro
     assert aggregate_steps([(s, 0.5) for s in range(5)], "slope_t", 1) == 0.0
     assert aggregate_steps([(s, float(s)) for s in range(5)], "slope_t", 1) == float("inf")
 
+
+def test_the_line_fit_gives_scipys_slope_and_standard_error():
+    """verdict.line_fit stands in for scipy.stats.linregress (whose import is most of triage's time budget):
+    the same slope and stderr on noisy and uneven series, and on a nearly exact line the stderr of exact
+    rational arithmetic (scipy computes it from 1 - r**2, which loses digits there)."""
+    import math
+    import random
+    from fractions import Fraction
+
+    from scipy.stats import linregress
+
+    from hypotrack.verdict import line_fit
+
+    def exact(xs, ys):
+        X, Y = [Fraction(x) for x in xs], [Fraction(y) for y in ys]
+        xm, ym = sum(X) / len(X), sum(Y) / len(Y)
+        sxx = sum((x - xm) ** 2 for x in X)
+        slope = sum((x - xm) * (y - ym) for x, y in zip(X, Y)) / sxx
+        residual = sum((y - ym - slope * (x - xm)) ** 2 for x, y in zip(X, Y))
+        return float(slope), math.sqrt(residual / (len(X) - 2) / sxx)
+
+    rng = random.Random(3)
+    for n in (3, 8, 50, 500):
+        xs = sorted(rng.sample(range(5 * n), n))
+        for ys in ([rng.gauss(0, 1) for _ in xs], [0.01 * x + rng.random() for x in xs]):
+            fit = linregress(xs, ys)
+            assert line_fit(xs, ys) == pytest.approx((fit.slope, fit.stderr), rel=1e-6)
+        steep = [-40.0 * x + rng.gauss(0, 1e-3) for x in xs]
+        assert line_fit(xs, steep) == pytest.approx(exact(xs, steep), rel=1e-6)
+
+
 def test_step_aggregation_sorts_steps_and_skips_non_finite():
     points = [(3, 3.0), (0, 0.0), (2, float("nan")), (1, 1.0), (4, float("inf"))]
     assert aggregate_steps(points, "last", 1) == 3.0

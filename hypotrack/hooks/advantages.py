@@ -140,5 +140,6 @@ class AdvantagesHook(DiagnosticHook):
             out["recompute_max_abs_diff"] = res[12] if len(res) > 12 else 0.0
         else:
             out.update(group_std_min=0.0, group_std_mean=0.0, near_zero_std_share=0.0, near_zero_std_abs_adv_max=0.0,
-                       noise_tie_abs_adv_max=0.0, abs_max_group=0.0, abs_max_batch=0.0, abs_max_none=0.0, recompute_max_abs_diff=0.0)
+                       noise_tie_abs_adv_max=0.0, abs_max_group=0.0, abs_max_batch=0.0, abs_max_none=0.0,
+                       recompute_max_abs_diff=0.0)
         return out

@@ -26,7 +26,7 @@ from hypotrack.hooks.base import DiagnosticHook, RolloutBatch
 
 class RewardFailuresHook(DiagnosticHook):
     name = "reward_failures"
-    description = "h24: the task reward of the same completions scored again, and whether its changes sit at the floor value"
+    description = "h24: the task reward of the same completions scored again, and the one value its changes share"
     metrics = ("task/rescored_changed_share", "task/changes_at_default_share", "task/default_value",
                "task/floor_share")
 

@@ -5,8 +5,8 @@
   the reference with the adapters off, i.e. the base model.
 - `restore_repeat_sampler` (h21): TRL's own RepeatSampler, which puts a prompt's num_generations
   completions in one group, in place of a sampler a subclass or wrapper substituted.
-- `retry_rewards` (h24): each reward function scores again the completions it gave its lowest value
-  (worker/rewards.py retry_failed); hypotrack's own arms wrap the functions before the trainer is built,
+- `retry_rewards` (h24): each reward function scores again the completions it gave a failure's default
+  value (worker/rewards.py retry_failed); hypotrack's own arms wrap the functions before the trainer is built,
   a user's script (a command experiment) gets its trainer's functions wrapped in place.
 
 These act inside the trainer, so a command experiment takes them without a flag of its script's.
