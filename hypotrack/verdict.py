@@ -173,7 +173,7 @@ def line_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     x_mean, y_mean = statistics.fmean(xs), statistics.fmean(ys)
     sxx = math.fsum((x - x_mean) ** 2 for x in xs)
     residual = math.fsum((y - y_mean - slope * (x - x_mean)) ** 2 for x, y in zip(xs, ys))
-    return slope, math.sqrt(max(residual, 0.0) / (n - 2) / sxx)
+    return slope, math.sqrt(residual / (n - 2) / sxx)
 
 
 def _compare(c: Criterion, value: float) -> bool:

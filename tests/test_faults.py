@@ -150,10 +150,8 @@ def test_a_retry_learns_a_default_that_is_not_the_lowest_score() -> None:
     from hypotrack.worker.rewards import retry_failed
 
     load = random.Random(0)
-    calls = []
 
     def verdict(completions, answer, **kwargs):
-        calls.append(len(completions))
         return [0.0 if load.random() < 0.4 else 1.0 if c == a else -1.0 for c, a in zip(completions, answer)]
 
     completions = ["7"] * 60 + ["8"] * 60

@@ -103,26 +103,18 @@ class AdvantagesHook(DiagnosticHook):
                 # contribution to an advantage is |w * z| / (batch std + eps).
                 parts = normalize_then_sum(batch.rewards_per_func.detach()[:n], batch.reward_weights.detach(), G)
                 std_k, terms, bstd_nts, expected = parts.function_std, parts.terms, parts.batch_std, parts.advantages
-                std_k = torch.nan_to_num(std_k, nan=0.0)
+                spread = torch.nan_to_num(std_k, nan=0.0)  # per (group, function) pair
                 span = self._range(batch.rewards_per_func.detach()[:n].float()).unsqueeze(0)
-                size = torch.nan_to_num(terms.abs(), nan=0.0) / (bstd_nts + EPS)
-
-                def largest(tie: float):  # noqa: ANN202 - the largest contribution of a pair tied up to `tie`
-                    return torch.where((std_k < tie * span).unsqueeze(1), size, size.new_zeros(())).amax()
-
-                near = std_k < self.near_tie * span
-                vals += [std_k.min(), std_k.mean(), near.float().mean(), largest(self.near_tie),
-                         largest(self.noise_tie)]
+                size = torch.nan_to_num(terms.abs(), nan=0.0) / (bstd_nts + EPS)  # (groups, G, functions)
             else:
-                span = self._range(rewards)
-
-                def largest(tie: float):  # noqa: ANN202 - the largest |advantage| of a group tied up to `tie`
-                    return torch.where((gstd < tie * span).unsqueeze(1), adv_g.view(-1, G).abs(),
-                                       torch.zeros((), device=adv.device)).max()
-
-                near = gstd < self.near_tie * span
-                vals += [gstd.min(), gstd.mean(), near.float().mean(), largest(self.near_tie), largest(self.noise_tie)]
+                spread, span, size = gstd, self._range(rewards), adv_g.view(-1, G).abs()  # size: (groups, G)
                 expected = modes[mode].reshape(-1) if mode in modes else None
+
+            def largest(tie: float):  # noqa: ANN202 - the largest advantage (part) of a group tied up to `tie`
+                return torch.where((spread < tie * span).unsqueeze(1), size, size.new_zeros(())).amax()
+
+            near = spread < self.near_tie * span
+            vals += [spread.min(), spread.mean(), near.float().mean(), largest(self.near_tie), largest(self.noise_tie)]
             vals += [modes[m].abs().max() for m in ("group", "batch", "none")]
             if expected is not None:
                 # The advantages the loss sees vs TRL's formula for the configured aggregation and mode:

@@ -67,27 +67,27 @@ def retry_failed(func: Callable[..., Any], retries: int = 2, sample: int = 16, p
     from hypotrack.hooks.reward_failures import shared_value
 
     name = getattr(func, "__name__", type(func).__name__)
-    learned: list[float] = []
-    probed = [0]
+    learned: float | None = None
+    probed = 0
 
-    def learn(kwargs: dict[str, Any], values: list[Any]) -> None:
+    def learn(kwargs: dict[str, Any], values: list[Any]) -> float | None:
         rows = [i for i, v in enumerate(values) if _finite(v)][:: max(1, len(values) // sample)][:sample]
         again = func(**subset_rows(kwargs, rows, len(values)))
         changed = [(float(values[row]), float(value)) for row, value in zip(rows, again)
                    if _finite(value) and float(value) != float(values[row])]
-        if changed:
-            learned.append(shared_value(changed)[0])
+        return shared_value(changed)[0] if changed else None
 
     @functools.wraps(func)
     def retried(*args: Any, **kwargs: Any) -> list[Any]:
+        nonlocal learned, probed
         values = list(func(*args, **kwargs))
         finite = [float(v) for v in values if _finite(v)]
         if args or not finite:
             return values
-        if not learned and probed[0] < probes:
-            probed[0] += 1
-            learn(kwargs, values)
-        default = learned[0] if learned else min(finite)
+        if learned is None and probed < probes:
+            probed += 1
+            learned = learn(kwargs, values)
+        default = min(finite) if learned is None else learned
         rows = [i for i, v in enumerate(values) if _finite(v) and float(v) == default]
         for _ in range(retries):
             if not rows:
