@@ -20,6 +20,36 @@ SHIPPED_EXPERIMENTS = REPO_ROOT / "experiments"
 SEED_IDS = ("h01", "h02", "h03", "h04", "h05", "h06")
 
 
+def in_ci() -> bool:
+    """CI sets CI=true; there every real component is installed, so a test that skips proves nothing."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def _skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str:
+    longrepr = report.longrepr
+    return longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa: ANN201 - a pytest hook wrapper
+    """Under CI=true a skipped test fails, naming what it would have skipped for (an expected failure stays one)."""
+    outcome = yield
+    report = outcome.get_result()
+    if in_ci() and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"under CI=true no test may skip; this one would have: {_skip_reason(report)}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):  # noqa: ANN201 - a pytest hook wrapper
+    """The same for a whole module skipped while it is collected (pytest.importorskip at its top)."""
+    outcome = yield
+    report = outcome.get_result()
+    if in_ci() and report.skipped:
+        report.outcome = "failed"
+        report.longrepr = f"under CI=true no test module may skip; this one would have: {_skip_reason(report)}"
+
+
 def copy_project(dest: Path, only: tuple[str, ...] | None = None) -> Path:
     """Copy the shipped hypotheses/ and experiments/ into ``dest`` (optionally only some hypothesis ids)."""
     dest.mkdir(parents=True, exist_ok=True)
