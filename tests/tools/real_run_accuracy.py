@@ -1,0 +1,270 @@
+"""Triage accuracy on public GRPO runs trained outside hypotrack, beside rldoctor's on the same logs.
+
+The corpus is tests/fixtures/real_runs/corpus.yaml: each entry names a log committed to a public
+repository (repository, commit, path, licence), its format and a label taken from what the authors
+wrote and what the curves show. The logs themselves stay out of git; they sit in <slug>/ beside
+corpus.yaml. Each log is triaged with `hypotrack triage SOURCE --json` in a throwaway registry, and
+diagnosed with `rldoctor diagnose SOURCE --format json` where rldoctor is installed.
+
+Scores, per half (tune on `fit`, report `holdout`):
+- learned, no suspect: runs labelled `learned` on which no suspect is named;
+- cause first / in top 3: runs whose label names a hypothesis, where it is the first suspect / among
+  the first three;
+- false suspects per 10 runs: suspects named on runs labelled `learned` or with cause `none`, plus
+  suspects other than the labelled cause on runs whose cause is known, per 10 such runs (runs whose
+  cause is unknown or unclear are not scored: nothing says which suspect would be false);
+- unreadable: logs the tool could not read (a non-zero exit, a traceback, or no logged step).
+
+    python tests/tools/real_run_accuracy.py                      # writes docs/real-runs.md
+    python tests/tools/real_run_accuracy.py --half holdout --out tests/fixtures/real_runs/holdout_before.md
+    python tests/tools/real_run_accuracy.py --hypotrack-tree /tmp/hypotrack-at-some-commit ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+PROJECT = Path(__file__).resolve().parents[2]
+CORPUS_DIR = PROJECT / "tests" / "fixtures" / "real_runs"
+CORPUS = CORPUS_DIR / "corpus.yaml"
+DEFAULT_OUT = PROJECT / "docs" / "real-runs.md"
+TIMEOUT_S = 120
+# Labels that say the run did not fail, so any suspect on it is a false alarm.
+NO_CAUSE = {"none", None, ""}
+UNSCORED_CAUSE = {"unknown"}
+# rldoctor's detectors, read as the hypotrack hypothesis each one argues for (None: no hypothesis says it).
+RLDOCTOR_AS_HYPOTHESIS = {
+    "advantage_collapse": "h11", "entropy_collapse": "h15", "reward_hacking": "h17",
+    "length_pathology": "h12", "clip_saturation": None, "kl_drift": "h03", "plateau": None,
+    "grad_pathology": "h16", "reward_composition": "h20",
+}
+RLDOCTOR_RAISED = {"WARNING", "CRITICAL"}
+
+
+@dataclass
+class Reading:
+    """One tool's reading of one log."""
+
+    readable: bool
+    suspects: list[str] = field(default_factory=list)
+    verdict: str = ""
+    note: str = ""
+
+
+@dataclass
+class Row:
+    entry: dict
+    source: Path
+    hypotrack: Reading
+    rldoctor: Reading | None
+
+
+def log_source(entry: dict) -> Path:
+    """What a user would point a tool at: the folder when it holds a trainer_state.json, else the log."""
+    folder = CORPUS_DIR / entry["slug"]
+    names = [f["file"] for f in entry["files"]]
+    if "trainer_state.json" in names:
+        return folder
+    logs = [n for n in names if not n.endswith(".bin")]
+    return folder / logs[0]
+
+
+def run_hypotrack(source: Path, tree: Path | None) -> Reading:
+    env = dict(os.environ)
+    if tree is not None:  # an older hypotrack checkout, read before any tuning
+        env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
+    with tempfile.TemporaryDirectory() as scratch:
+        env["HYPOTRACK_DB"] = str(Path(scratch) / "registry.db")
+        command = [sys.executable, "-m", "hypotrack.cli", "triage", str(source), "--json"]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=scratch, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return Reading(False, note=f"no answer in {TIMEOUT_S} s")
+    if done.returncode != 0 or "Traceback" in done.stderr:
+        return Reading(False, note=first_line(done.stderr or done.stdout))
+    try:
+        report = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        return Reading(False, note="output is not JSON: " + first_line(done.stdout))
+    if not report.get("steps"):
+        return Reading(False, note="0 logged steps")
+    return Reading(True, suspects=list(report.get("suspects") or []), verdict=run_verdict(report))
+
+
+def run_verdict(report: dict) -> str:
+    """Whether triage says the run is learning, when its report says so (absent from older reports)."""
+    for key in ("progress", "run", "verdict", "trend"):
+        value = report.get(key)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict):
+            for inner in ("verdict", "state", "outcome", "summary"):
+                if isinstance(value.get(inner), str):
+                    return value[inner]
+    return ""
+
+
+def tool(name: str) -> str | None:
+    """A command installed beside this interpreter (a virtual environment not activated), else on PATH."""
+    return shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+
+
+def run_rldoctor(source: Path) -> Reading | None:
+    executable = tool("rldoctor")
+    if executable is None:
+        return None
+    if source.is_dir():
+        source = source / "trainer_state.json"
+    try:
+        done = subprocess.run([executable, "diagnose", str(source), "--format", "json", "--no-color"],
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return Reading(False, note=f"no answer in {TIMEOUT_S} s")
+    try:
+        report = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        return Reading(False, note=first_line(done.stderr or done.stdout))
+    if not report.get("run", {}).get("n_steps"):
+        return Reading(False, note="0 logged steps")
+    raised = [f for f in report.get("findings", []) if f.get("severity") in RLDOCTOR_RAISED]
+    return Reading(True, suspects=[f["detector"] for f in raised], verdict=report.get("headline", ""))
+
+
+def first_line(text: str) -> str:
+    """The message's first line, with the checkout's own path left out so the table reads the same anywhere."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return (lines[0] if lines else "").replace(str(CORPUS_DIR) + os.sep, "")[:200]
+
+
+def as_hypotheses(tool: str, suspects: list[str]) -> list[str | None]:
+    if tool == "rldoctor":
+        return [RLDOCTOR_AS_HYPOTHESIS.get(s) for s in suspects]
+    return list(suspects)
+
+
+@dataclass
+class Score:
+    runs: int = 0
+    learned: int = 0
+    learned_clean: int = 0
+    known: int = 0
+    first: int = 0
+    top3: int = 0
+    scored_for_false: int = 0
+    false_suspects: int = 0
+    unreadable: int = 0
+
+    def line(self) -> str:
+        per10 = 10 * self.false_suspects / self.scored_for_false if self.scored_for_false else 0.0
+        return (f"{self.runs} | {self.learned_clean}/{self.learned} | {self.first}/{self.known} | "
+                f"{self.top3}/{self.known} | {per10:.1f} ({self.false_suspects} on {self.scored_for_false}) | "
+                f"{self.unreadable}")
+
+
+def score(rows: list[Row], tool: str) -> Score:
+    s = Score()
+    for row in rows:
+        reading = row.hypotrack if tool == "hypotrack" else row.rldoctor
+        if reading is None:
+            continue
+        label = row.entry["label"]
+        s.runs += 1
+        if not reading.readable:
+            s.unreadable += 1
+        named = as_hypotheses(tool, reading.suspects)
+        cause = label.get("cause")
+        if label["outcome"] == "learned":
+            s.learned += 1
+            s.learned_clean += not named
+        if label["outcome"] == "learned" or cause in NO_CAUSE:
+            s.scored_for_false += 1
+            s.false_suspects += len(named)
+        elif cause not in UNSCORED_CAUSE:
+            s.known += 1
+            s.first += bool(named) and named[0] == cause
+            s.top3 += cause in named[:3]
+            s.scored_for_false += 1
+            s.false_suspects += sum(1 for n in named if n != cause)
+    return s
+
+
+def cell(reading: Reading | None) -> str:
+    if reading is None:
+        return "not installed"
+    if not reading.readable:
+        return f"unreadable: {reading.note}".replace("|", "/")
+    text = ", ".join(reading.suspects) or "no suspect"
+    if reading.verdict:
+        text = f"{reading.verdict.replace('|', '/')[:120]}; {text}"
+    return text
+
+
+def render(rows: list[Row], title: str) -> str:
+    out = [f"# {title}", "",
+           "Generated by `python tests/tools/real_run_accuracy.py`; do not edit by hand. The corpus and its labels:",
+           "`tests/fixtures/real_runs/corpus.yaml`.", ""]
+    halves = sorted({r.entry["half"] for r in rows}, key=lambda h: h != "holdout")
+    out += ["## Scores", "",
+            "| half | tool | runs | learned, no suspect | cause first | cause in top 3 | false suspects per 10 runs | unreadable |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for half in halves:
+        these = [r for r in rows if r.entry["half"] == half]
+        out.append(f"| {half} | hypotrack | {score(these, 'hypotrack').line()} |")
+        if any(r.rldoctor is not None for r in these):
+            out.append(f"| {half} | rldoctor | {score(these, 'rldoctor').line()} |")
+    out += ["", "rldoctor's detectors are read as the hypothesis they argue for: "
+            + ", ".join(f"{k} as {v or 'none'}" for k, v in RLDOCTOR_AS_HYPOTHESIS.items())
+            + "; a finding counts as a suspect at WARNING or CRITICAL.", ""]
+    for half in halves:
+        out += [f"## {half.capitalize()} half", "",
+                "| entry | repository | format | label (outcome, cause) | what the curves show | hypotrack | rldoctor |",
+                "| --- | --- | --- | --- | --- | --- | --- |"]
+        for r in (r for r in rows if r.entry["half"] == half):
+            e, label = r.entry, r.entry["label"]
+            out.append(f"| {e['slug']} | {e['repository']} | {e['format']} | {label['outcome']}, {label['cause']} | "
+                       f"{label['curves'].replace('|', '/')} | {cell(r.hypotrack)} | {cell(r.rldoctor)} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--half", choices=["fit", "holdout", "all"], default="all")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--title", default="Triage on public GRPO runs")
+    parser.add_argument("--hypotrack-tree", type=Path, default=None,
+                        help="run the hypotrack package found in this folder (an older checkout) instead")
+    parser.add_argument("--no-rldoctor", action="store_true")
+    args = parser.parse_args(argv)
+    entries = yaml.safe_load(CORPUS.read_text())["entries"]
+    if args.half != "all":
+        entries = [e for e in entries if e["half"] == args.half]
+    missing = [e["slug"] for e in entries if not all((CORPUS_DIR / e["slug"] / f["file"]).exists() for f in e["files"])]
+    if missing:
+        print(f"{len(missing)} corpus logs are not in {CORPUS_DIR} (they are kept out of git; fetch them from the "
+              f"repository and commit corpus.yaml names): {', '.join(missing)}", file=sys.stderr)
+        return 2
+    rows = []
+    for entry in entries:
+        source = log_source(entry)
+        rows.append(Row(entry, source, run_hypotrack(source, args.hypotrack_tree),
+                        None if args.no_rldoctor else run_rldoctor(source)))
+        print(f"{entry['slug']}: {cell(rows[-1].hypotrack)}", file=sys.stderr)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(render(rows, args.title) + "\n")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
