@@ -124,7 +124,7 @@ class EventWriter:
         path = os.environ.get(EVENTS_ENV)
         if not path or int(os.environ.get("RANK", "0")) != 0:
             return cls(None)
-        return cls(open(path, "a", buffering=1, encoding="utf-8"))  # noqa: SIM115 - lives as long as the worker
+        return cls(open(path, "a", buffering=1, encoding="utf-8"))  # lives as long as the worker
 
     def emit(self, event: Event, **payload: Any) -> None:
         if not isinstance(event, Event):
@@ -156,7 +156,7 @@ def parse_event(line: str) -> dict[str, Any] | None:
 class EventTail:
     """Reads the complete lines appended to an events file since the last call."""
 
-    def __init__(self, path):  # noqa: ANN001
+    def __init__(self, path):
         self.path = path
         self.offset = 0
         self.partial = ""

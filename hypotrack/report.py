@@ -154,7 +154,7 @@ class NextStep:
             self.command = self.hypothesis.command
 
 
-def next_step(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str], triage=None,  # noqa: ANN001
+def next_step(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str], triage=None,
               overviews: dict[str, Overview] | None = None) -> NextStep:
     """The roadmap rule: highest priority pending/inconclusive hypothesis whose prerequisites are resolved.
 
@@ -173,7 +173,7 @@ def next_step(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str]
     return step
 
 
-def _next_step(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str], triage=None) -> NextStep:  # noqa: ANN001
+def _next_step(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str], triage=None) -> NextStep:
     ready, blocked = [], []
     for hyp_id in sorted(hypotheses):
         hyp = hypotheses[hyp_id]
@@ -213,7 +213,7 @@ def _next_step(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str
     return NextStep(best, reason, blocked)
 
 
-def _top_suspect(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str], triage) -> NextStep | None:  # noqa: ANN001
+def _top_suspect(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, str], triage) -> NextStep | None:
     """The unresolved suspect of the triage with the most evidence (priority, then id, breaking ties)."""
     if triage is None:
         return None
@@ -241,7 +241,7 @@ def _top_suspect(hypotheses: dict[str, HypothesisSummary], statuses: dict[str, s
     return NextStep(hyp, f"{'; '.join(parts)}. It is {status}.", [])
 
 
-def test_run_json(run) -> dict[str, Any]:  # noqa: ANN001
+def test_run_json(run) -> dict[str, Any]:
     return {
         "id": run.id, "hypothesis": run.hypothesis_id, "experiment": run.experiment, "arms": run.arms,
         "seeds": run.seeds, "state": run.state, "verdict": run.verdict, "confidence": run.confidence,

@@ -347,7 +347,7 @@ def _param(value: Any) -> str:
     return text if len(text) <= MAX_PARAM_LEN else text[: MAX_PARAM_LEN - 3] + "..."
 
 
-def close_orphaned_runs(registry, tracker: Tracker | None = None) -> int:  # noqa: ANN001
+def close_orphaned_runs(registry, tracker: Tracker | None = None) -> int:
     """End the MLflow runs of test runs the registry already reconciled as killed/failed."""
     from hypotrack.registry.queries import runs_needing_mlflow_close
     from hypotrack.registry.store import mark_mlflow_closed

@@ -31,7 +31,7 @@ def _skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa: ANN201 - a pytest hook wrapper
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # a pytest hook wrapper
     """Under CI=true a skipped test fails, naming what it would have skipped for (an expected failure stays one)."""
     outcome = yield
     report = outcome.get_result()
@@ -41,7 +41,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_make_collect_report(collector: pytest.Collector):  # noqa: ANN201 - a pytest hook wrapper
+def pytest_make_collect_report(collector: pytest.Collector):  # a pytest hook wrapper
     """The same for a whole module skipped while it is collected (pytest.importorskip at its top)."""
     outcome = yield
     report = outcome.get_result()

@@ -329,7 +329,7 @@ def run_trial(trial: Trial, tmp: Path, cache: Path, template: Path | None = None
         _carry_out(trial, tmp, cache, obs, runners)
     except Exception as exc:  # noqa: BLE001 - recorded, reported by the test
         obs.error = f"{type(exc).__name__}: {exc}"
-        for name, runner in runners.items():
+        for runner in runners.values():
             if isinstance(exc, (TimeoutError, subprocess.TimeoutExpired)) and runner.process.poll() is None:
                 # hung: faulthandler (PYTHONFAULTHANDLER) prints every thread's stack into the output
                 runner.process.send_signal(signal.SIGABRT)

@@ -84,7 +84,7 @@ class PostgresServer:
             [*self._as_user, *(["--pdeathsig", "SIGINT"] if self._as_user else []), str(self.bin / "postgres"),
              "-D", str(self.data), "-h", "127.0.0.1", "-p", str(self.port), "-k", str(self.root),
              "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=200"],
-            stdout=open(self.root / "server.log", "wb"), stderr=subprocess.STDOUT, cwd=self.root,  # noqa: SIM115
+            stdout=open(self.root / "server.log", "wb"), stderr=subprocess.STDOUT, cwd=self.root,  # noqa: SIM115 - the server outlives this call
             start_new_session=True)
         self._wait_ready()
         return self
@@ -99,9 +99,10 @@ class PostgresServer:
             try:
                 psycopg.connect(self.dsn("postgres"), connect_timeout=2).close()
                 return
-            except psycopg.OperationalError:
+            except psycopg.OperationalError as error:
                 if time.time() > deadline:
-                    raise RuntimeError(f"postgres did not accept connections in {START_TIMEOUT}s: {self.log_tail()}")
+                    raise RuntimeError(f"postgres did not accept connections in {START_TIMEOUT}s: {self.log_tail()}") \
+                        from error
                 time.sleep(0.2)
 
     def log_tail(self) -> str:

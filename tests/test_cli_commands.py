@@ -6,8 +6,7 @@ import json
 import subprocess
 import sys
 
-from hypotrack.registry import open_registry
-from hypotrack.registry import queries, store
+from hypotrack.registry import open_registry, queries, store
 
 SEED = ["h01", "h02", "h03", "h04", "h05", "h06"]
 

@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 HEAVY = ("torch", "mlflow", "trl", "transformers", "peft", "datasets")
 PROBE = """
 import json, sys
@@ -35,7 +34,7 @@ def _bench():
 def loaded_modules(env: dict[str, str], *args: str) -> set[str]:
     result = subprocess.run([sys.executable, "-c", PROBE, *args], env=env, capture_output=True, text=True,
                             timeout=120)
-    line = [l for l in result.stdout.splitlines() if l.startswith("@@MODULES@@")][-1]
+    line = [out for out in result.stdout.splitlines() if out.startswith("@@MODULES@@")][-1]
     data = json.loads(line[len("@@MODULES@@"):])
     assert data["code"] in (0, None), result.stderr
     return {m.split(".")[0] for m in data["modules"]}

@@ -5,11 +5,10 @@ import json
 import math
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from hypotrack.critic.manifest import CRITIC_METRICS, STEP_METRICS  # noqa: E402
-from hypotrack.critic.settings import CriticSettings  # noqa: E402
+from hypotrack.critic.manifest import CRITIC_METRICS, STEP_METRICS
+from hypotrack.critic.settings import CriticSettings
 
 CHARS = list("0123456789+= abcdefghijklmnopqrstuvwxyz")
 
@@ -153,8 +152,8 @@ def test_parity_metrics_and_renderer():
 @pytest.mark.slow
 def test_toy_lab_arith_deterministic_parity(tmp_path):
     """The toy lab end to end through settings (task dataset + default reward import paths)."""
-    lab = pytest.importorskip("hypotrack.toy.lab")
     from hypotrack.critic.run import run_critic_parity
+    from hypotrack.toy import lab
 
     torch.set_num_threads(1)
     model = lab.ensure_model("arith")

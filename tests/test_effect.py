@@ -47,14 +47,14 @@ def test_interval_is_scipys_paired_t_interval():
 
 
 def test_no_effect_and_noise_are_told_apart():
-    control = {s: 0.5 for s in SEEDS}
+    control = dict.fromkeys(SEEDS, 0.5)
     flat = measure(runs(1.0, control, {0: 0.50, 1: 0.51, 2: 0.49, 3: 0.50, 4: 0.50}), SEEDS, "task_reward", 10, 0.1)
     assert flat.verdict == "no_help" and flat.high < flat.meaningful
     noisy = measure(runs(1.0, control, {0: 0.9, 1: 0.2, 2: 0.7, 3: 0.3, 4: 0.55}), SEEDS, "task_reward", 10, 0.1)
     assert noisy.verdict == "undetermined" and noisy.low < 0 < noisy.high
     assert noisy.seeds_needed is None or noisy.seeds_needed > 5
     assert "seeds" in noisy.reason
-    worse = measure(runs(1.0, control, {s: 0.3 for s in SEEDS}), SEEDS, "task_reward", 10, 0.1)
+    worse = measure(runs(1.0, control, dict.fromkeys(SEEDS, 0.3)), SEEDS, "task_reward", 10, 0.1)
     assert worse.verdict == "no_help" and worse.mean == pytest.approx(-0.2)
 
 
@@ -79,7 +79,7 @@ def test_one_seed_has_no_interval():
     (1.0, {0: 0.9, 1: 0.2, 2: 0.7, 3: 0.3, 4: 0.55}, "validated", "on the signature alone"),
 ])
 def test_two_part_status(signature, treatment, status, words):
-    verdict = decide(hyp(), runs(signature, {s: 0.5 for s in SEEDS}, treatment), SEEDS)
+    verdict = decide(hyp(), runs(signature, dict.fromkeys(SEEDS, 0.5), treatment), SEEDS)
     assert verdict.status == status, verdict.summary
     assert words in verdict.summary
     assert verdict.evidence()["effect"]["verdict"] in ("helps", "no_help", "undetermined")
@@ -96,11 +96,11 @@ def test_two_seeds_with_a_clear_signature_validate_on_it_and_say_what_more_seeds
 
 
 def test_confidence_is_the_rule_of_succession_over_agreeing_seeds():
-    confirmed = decide(hyp(), runs(1.0, {s: 0.5 for s in SEEDS}, {0: 0.70, 1: 0.72, 2: 0.69, 3: 0.71, 4: 0.73}),
+    confirmed = decide(hyp(), runs(1.0, dict.fromkeys(SEEDS, 0.5), {0: 0.70, 1: 0.72, 2: 0.69, 3: 0.71, 4: 0.73}),
                        SEEDS)
     assert confirmed.basis == "signature + effect" and confirmed.confidence == round(6 / 7, 3)
     mixed = {"metric": "diag/x", "arm": "control", "steps": "mean", "op": ">", "threshold": 0.5, "seeds": "majority"}
-    data = runs(1.0, {s: 0.5 for s in SEEDS}, None)
+    data = runs(1.0, dict.fromkeys(SEEDS, 0.5), None)
     data["control"][4]["diag/x"] = [(s, 0.1) for s in range(1, 21)]  # one seed disagrees
     majority = decide(Hypothesis.model_validate({"id": "h90", "title": "t", "priority": "high", "statement": "s",
                                                  "criteria": {"validated": [mixed]}}), data, SEEDS)
@@ -129,9 +129,9 @@ def test_arms_that_trained_identically_measure_nothing():
 
 
 def test_without_a_treatment_arm_the_signature_decides_and_says_so():
-    verdict = decide(hyp(), runs(1.0, {s: 0.5 for s in SEEDS}, None), SEEDS)
+    verdict = decide(hyp(), runs(1.0, dict.fromkeys(SEEDS, 0.5), None), SEEDS)
     assert verdict.status == "validated" and "treatment arm was not run" in verdict.summary
-    assert decide(hyp(effect={"outcome": "none"}), runs(0.0, {s: 0.5 for s in SEEDS}, {s: 0.9 for s in SEEDS}),
+    assert decide(hyp(effect={"outcome": "none"}), runs(0.0, dict.fromkeys(SEEDS, 0.5), dict.fromkeys(SEEDS, 0.9)),
                   SEEDS).status == "invalidated"
 
 

@@ -26,8 +26,16 @@ import os
 from pathlib import Path
 
 import pytest
-from interrupt_support import (Trial, TrialPool, connect_matrix, connect_problems, matrix, mlflow_template, problems,
-                               run_connect_trial)
+from interrupt_support import (
+    Trial,
+    TrialPool,
+    connect_matrix,
+    connect_problems,
+    matrix,
+    mlflow_template,
+    problems,
+    run_connect_trial,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.interrupt_matrix]
 

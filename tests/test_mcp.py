@@ -19,10 +19,9 @@ import pytest
 
 pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip install -e '.[test]')")
 
-from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-
-from conftest import dump_sqlite  # noqa: E402
+from conftest import dump_sqlite
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 RECORDED = Path(__file__).resolve().parent / "fixtures" / "triage" / "selftest_series.json"
 CLIPPED_RUN = "toy_arith completion_budget_too_short seed 0"  # h12's fault, as TRL logged it
@@ -57,7 +56,7 @@ def mlflow_run(store: str, label: str) -> str:
     return run_id
 
 
-def text(result) -> str:  # noqa: ANN001 - a CallToolResult
+def text(result) -> str:  # a CallToolResult
     return "".join(block.text for block in result.content)
 
 
@@ -100,7 +99,7 @@ def test_an_agent_triages_a_trl_log_dry_runs_the_suspect_and_reads_status(cli_en
         return seen
 
     seen = asyncio.run(session())
-    print(f"\nMCP server through the SDK client, seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in timings.items()))
+    print("\nMCP server through the SDK client, seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in timings.items()))
 
     assert set(seen["tools"]) == TOOLS
     assert seen["tools"]["status"].annotations.read_only_hint is True

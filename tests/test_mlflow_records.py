@@ -16,9 +16,18 @@ import pytest
 from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
 from hypotrack.run.mlflow_ui import view_key
-from hypotrack.run.records import (arm_description, compared_metrics, dataset_source, escape_markdown, log_outcome,
-                                   log_plan, log_training_inputs, outcome_description, parent_description,
-                                   spec_changes)
+from hypotrack.run.records import (
+    arm_description,
+    compared_metrics,
+    dataset_source,
+    escape_markdown,
+    log_outcome,
+    log_plan,
+    log_training_inputs,
+    outcome_description,
+    parent_description,
+    spec_changes,
+)
 from hypotrack.run.workers import ArmState
 from hypotrack.spec.models import Hypothesis
 from hypotrack.tracking import MODEL_TRAINING, Tracker

@@ -4,10 +4,9 @@ from __future__ import annotations
 import struct
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-
-from hypotrack.parity.common import build_tiny_model, hex32  # noqa: E402
+from hypotrack.parity.common import build_tiny_model, hex32
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,10 @@ from __future__ import annotations
 import math
 
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("trl")
-
-from hypotrack.parity.common import build_tiny_model  # noqa: E402
-from hypotrack.grpo_math import REFERENCE_LOSS_TYPES, group_advantages  # noqa: E402
+from hypotrack.grpo_math import REFERENCE_LOSS_TYPES, group_advantages
+from hypotrack.parity.common import build_tiny_model
 
 TOL = 1e-6
 
@@ -87,8 +85,8 @@ def test_seed004_variants_differ(parity_result):
 
 def test_reconfigured_trainer_equals_fresh_trainer(tiny_model):
     """configure_trainer() on one trainer gives the same loss as a trainer built with those settings."""
-    from hypotrack.parity.loss import build_trainer, configure_trainer, make_batch
     from hypotrack.grpo_math import GRPOLossConfig
+    from hypotrack.parity.loss import build_trainer, configure_trainer, make_batch
 
     base = build_trainer(tiny_model, seed=0)
     fresh = build_trainer(tiny_model, seed=0, loss_type="bnpo", beta=0.04, epsilon_high=0.2)

@@ -14,8 +14,7 @@ import textwrap
 import pytest
 from sqlalchemy import func, select
 
-from hypotrack.registry import RegistryError, open_registry
-from hypotrack.registry import queries, store
+from hypotrack.registry import RegistryError, open_registry, queries, store
 from hypotrack.registry.models import Note, StatusChange
 
 WRITER = textwrap.dedent("""

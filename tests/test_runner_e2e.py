@@ -7,7 +7,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from runner_support import TINY, cli, env_for, mlflow_runs, registry_rows
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from runner_support import alive, cli, env_for, mlflow_runs, registry_rows, start_cli, wait_for_step
 
 # Interrupts of two-arm runs, with the exact exit codes and MLflow states: they run with the interrupt

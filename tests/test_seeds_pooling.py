@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from runner_support import TINY, cli, env_for, registry_rows
 
 pytestmark = pytest.mark.slow

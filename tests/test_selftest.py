@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from runner_support import cli, env_for
 
 from hypotrack.toy.faults import FAULTS
-from runner_support import cli, env_for
 
 pytestmark = pytest.mark.slow
 

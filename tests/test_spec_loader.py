@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import SHIPPED_HYPOTHESES
+
 from hypotrack.spec import Project, SpecError, load_library
 from hypotrack.spec.models import Hypothesis
 from hypotrack.spec.settings_check import check_setting, coerce_cli_value

@@ -228,9 +228,9 @@ def test_confidence_grows_with_agreeing_seeds_and_is_never_certain():
     """One meaning: the chance one more seed reads the same way, (k + 1) / (n + 2) over agreeing seeds."""
     h = hyp([DELTA_UP])
     five = [0, 1, 2, 3, 4]
-    data5 = series("reward", {s: 0.3 for s in five}, {s: 0.8 for s in five})
+    data5 = series("reward", dict.fromkeys(five, 0.3), dict.fromkeys(five, 0.8))
     one = series("reward", {0: 0.3}, {0: 0.8})
-    three = series("reward", {s: 0.3 for s in SEEDS}, {0: 0.86, 1: 0.80, 2: 0.92})
+    three = series("reward", dict.fromkeys(SEEDS, 0.3), {0: 0.86, 1: 0.80, 2: 0.92})
     assert decide(h, one, [0]).confidence == round(2 / 3, 3)
     assert decide(h, three, SEEDS).confidence == 0.8
     assert decide(h, data5, five).confidence == round(6 / 7, 3)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from team_support import run_with
 
 pytestmark = pytest.mark.slow

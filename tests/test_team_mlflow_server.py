@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from pg_server import free_port
 from runner_support import cli, env_for, registry_rows
 

@@ -12,7 +12,6 @@ import signal
 from pathlib import Path
 
 import pytest
-
 from runner_support import alive, env_for, mlflow_runs, registry_rows, start_cli, wait_for_step
 from team_support import run_with
 

@@ -9,10 +9,9 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+import trl
 
-trl = pytest.importorskip("trl")
-
-from hypotrack.spec.grpo_fields import GRPO_FIELDS, TRL_VERSION  # noqa: E402
+from hypotrack.spec.grpo_fields import GRPO_FIELDS, TRL_VERSION
 
 TOOL = Path(__file__).parent / "tools" / "gen_grpo_fields.py"
 

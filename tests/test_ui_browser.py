@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from runner_support import cli, env_for, mlflow_runs, start_cli
 
 pytestmark = pytest.mark.slow

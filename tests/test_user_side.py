@@ -66,8 +66,10 @@ def test_user_side_bugs_validate_their_own_hypothesis_only(tmp_path: Path, toy_c
 @pytest.mark.user_side
 def test_user_side_matrix_at_two_seeds(tmp_path: Path, toy_cache: Path, monkeypatch) -> None:
     """Every bug validates its own hypothesis at two seeds, none validates another, healthy runs validate nothing."""
+    from tools.user_side_matrix import GRPO_HYPOTHESES, run_matrix
+    from tools.user_side_matrix import ROWS as ALL_ROWS
+
     from hypotrack.run.selftest import render_markdown
-    from tools.user_side_matrix import GRPO_HYPOTHESES, ROWS as ALL_ROWS, run_matrix
 
     monkeypatch.setenv("HYPOTRACK_CACHE", str(toy_cache))
     started = time.time()

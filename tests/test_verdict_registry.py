@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from hypotrack.registry import open_registry, store
 from hypotrack.registry import engine as engine_mod
+from hypotrack.registry import open_registry, store
 from hypotrack.spec.models import Hypothesis
 from hypotrack.verdict import decide, not_applicable
 
@@ -22,10 +22,10 @@ def _series(treatment: dict[int, float]) -> dict:
         return {seed: {"task_reward": [(s, v) for s in range(1, 11)], "task_reward_std": [(s, 0.5) for s in range(1, 11)],
                        **({"diag/x": [(s, 1.0) for s in range(1, 11)]} if diag else {})}
                 for seed, v in values.items()}
-    return {"control": arm({seed: 0.5 for seed in treatment}, True), "treatment": arm(treatment, False)}
+    return {"control": arm(dict.fromkeys(treatment, 0.5), True), "treatment": arm(treatment, False)}
 
 
-def _record(registry, hypothesis_id: str, verdict) -> str:  # noqa: ANN001
+def _record(registry, hypothesis_id: str, verdict) -> str:
     test = store.start_test_run(registry, hypothesis_id, experiment="toy_arith", arms=["control", "treatment"],
                                 seeds=verdict.seeds or [0], config_hash="x")
     store.finish_test_run(registry, test.id, state="finished", verdict=verdict.status, confidence=verdict.confidence,

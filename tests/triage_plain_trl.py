@@ -29,7 +29,7 @@ EQUAL_WEIGHTS = {"noisy_reward_component", "round_number_bonus"}
 MARKER = "@@plain-trl-run@@"
 
 
-def jittered_correct(completions, answer, **kwargs):  # noqa: ANN001, ANN201 - TRL's reward signature
+def jittered_correct(completions, answer, **kwargs):  # TRL's reward signature
     """arith_correct scored by a 'bf16 reward model': +-1e-3 noise on every score."""
     from hypotrack.toy.rewards import arith_correct
 
@@ -37,18 +37,18 @@ def jittered_correct(completions, answer, **kwargs):  # noqa: ANN001, ANN201 - T
     return [r + rng.uniform(-1e-3, 1e-3) for r in arith_correct(completions, answer)]
 
 
-def coin_flip_judge(completions, **kwargs):  # noqa: ANN001, ANN201
+def coin_flip_judge(completions, **kwargs):
     """An auxiliary judge that answers at random."""
     rng = random.Random(sum(zlib.crc32(str(c).encode()) for c in completions))
     return [float(rng.random() < 0.5) for _ in completions]
 
 
-def never_matches(completions, **kwargs):  # noqa: ANN001, ANN201
+def never_matches(completions, **kwargs):
     """A task reward whose parser expects a format the model never writes."""
     return [0.0 for _ in completions]
 
 
-def all_or_nothing(completions, answer, prompts, **kwargs):  # noqa: ANN001, ANN201
+def all_or_nothing(completions, answer, prompts, **kwargs):
     """90% of prompts are all-or-nothing: every completion of them scores the same, whatever it says."""
     from hypotrack.toy.rewards import arith_correct
 

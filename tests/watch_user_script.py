@@ -39,11 +39,11 @@ def load_questions(n: int, seed: int):
     return Dataset.from_list(rows)
 
 
-def exact_answer(completions, gold, **kwargs):  # noqa: ANN001, ANN201 - TRL's reward signature
+def exact_answer(completions, gold, **kwargs):  # TRL's reward signature
     return [1.0 if re.match(rf"^\s*{g}\b", c) else 0.0 for c, g in zip(completions, gold)]
 
 
-def crashes_on_second_batch(completions, gold, **kwargs):  # noqa: ANN001, ANN201
+def crashes_on_second_batch(completions, gold, **kwargs):
     crashes_on_second_batch.calls += 1
     if crashes_on_second_batch.calls == 2:
         raise RuntimeError("the grading service went away")
@@ -53,11 +53,11 @@ def crashes_on_second_batch(completions, gold, **kwargs):  # noqa: ANN001, ANN20
 crashes_on_second_batch.calls = 0
 
 
-def short_answer(completions, **kwargs):  # noqa: ANN001, ANN201
+def short_answer(completions, **kwargs):
     return [1.0 if re.fullmatch(r"\s*-?\d+\s*", c) else 0.0 for c in completions]
 
 
-def make_trainer_class():  # noqa: ANN201
+def make_trainer_class():
     from trl import GRPOTrainer
 
     class MyGRPOTrainer(GRPOTrainer):
@@ -65,14 +65,14 @@ def make_trainer_class():  # noqa: ANN201
 
         rollouts = 0
 
-        def _generate_and_score_completions(self, inputs):  # noqa: ANN001
+        def _generate_and_score_completions(self, inputs):
             self.rollouts += 1
             return super()._generate_and_score_completions(inputs)
 
     return MyGRPOTrainer
 
 
-def build(out: Path, fault: str, steps: int, seed: int = 0, callbacks: list | None = None):  # noqa: ANN201
+def build(out: Path, fault: str, steps: int, seed: int = 0, callbacks: list | None = None):
     import torch
     from peft import LoraConfig
     from transformers import AutoModelForCausalLM
@@ -120,20 +120,20 @@ def build(out: Path, fault: str, steps: int, seed: int = 0, callbacks: list | No
     return trainer
 
 
-def checkpoint_layers_over_frozen_embeddings(model) -> None:  # noqa: ANN001
+def checkpoint_layers_over_frozen_embeddings(model) -> None:
     from torch.utils.checkpoint import checkpoint
 
     model.get_input_embeddings().requires_grad_(False)
     for layer in model.model.layers:
         forward = layer.forward
 
-        def run(hidden_states, *rest, forward=forward, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        def run(hidden_states, *rest, forward=forward, **kwargs):
             return checkpoint(lambda h: forward(h, *rest, **kwargs), hidden_states, use_reentrant=True)
 
         layer.forward = run
 
 
-def plant(trainer, fault: str) -> None:  # noqa: ANN001
+def plant(trainer, fault: str) -> None:
     import torch
 
     if fault == "wrong_reference":  # the reference came from another checkpoint than the policy

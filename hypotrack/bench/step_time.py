@@ -31,7 +31,6 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-
 # The variants that run TRL's own trainer under `hypotrack.watch`, with the hooks each attaches besides the gates.
 WATCHED = {"gates": None, "watched": "all"}
 VARIANTS = ("plain", "worker", "hooks", *WATCHED)
@@ -48,10 +47,10 @@ class StepClock(TrainerCallback):
         self.session = None  # the Watch of a watched variant
         self.gate_readings: dict[str, float] = {}
 
-    def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_train_begin(self, args, state, control, **kwargs):
         self.ends, self.cpu_ends = [time.perf_counter()], [time.process_time()]
 
-    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_step_end(self, args, state, control, **kwargs):
         self.ends.append(time.perf_counter())
         self.cpu_ends.append(time.process_time())
         self.rss[state.global_step] = _rss_bytes()

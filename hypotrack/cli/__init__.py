@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - the edge of the program
+    except Exception as exc:  # the edge of the program
         message, code = friendly_error(exc)
         if message is None:
             raise

@@ -16,7 +16,7 @@ class Context:
         self._library = None
         self._summaries = None
 
-    def registry(self, reconcile: bool = True):  # noqa: ANN201 - hypotrack.registry.Registry
+    def registry(self, reconcile: bool = True):  # hypotrack.registry.Registry
         if self._registry is None:
             from hypotrack.registry import open_registry
             from hypotrack.registry.reconcile import reconcile as reconcile_dead
@@ -33,7 +33,7 @@ class Context:
                     spawn_detached(self._registry.url)  # ends their MLflow runs as KILLED, in the background
         return self._registry
 
-    def library(self):  # noqa: ANN201 - hypotrack.spec.Library
+    def library(self):  # hypotrack.spec.Library
         """Every hypothesis and experiment, validated (any problem raises SpecError)."""
         if self._library is None:
             from hypotrack.spec import Project, load_library
@@ -43,7 +43,7 @@ class Context:
             self._library = library
         return self._library
 
-    def summaries(self):  # noqa: ANN201
+    def summaries(self):
         """Validated summaries of every hypothesis, from the cache when no file changed (no pydantic then)."""
         if self._summaries is None:
             from hypotrack.spec.project import Project
@@ -61,7 +61,7 @@ class Context:
             raise click.BadParameter(f"no hypothesis {hypothesis_id!r} in {where} "
                                      f"(known: {', '.join(sorted(known)) or 'none'})", param_hint="ID")
 
-    def hypothesis(self, hypothesis_id: str):  # noqa: ANN201
+    def hypothesis(self, hypothesis_id: str):
         """The full, validated definition (show, run)."""
         self.check_id(hypothesis_id)
         return self.library().hypotheses[hypothesis_id]
@@ -70,7 +70,7 @@ class Context:
 pass_ctx = click.make_pass_decorator(Context)
 
 
-def console():  # noqa: ANN201 - a rich Console
+def console():  # a rich Console
     from rich.console import Console
 
     # Piped output (logs, CI, `| less`) gets COLUMNS or a wide fixed width instead of rich's 80 columns.

@@ -27,7 +27,8 @@ def upgrade(ctx: Context, revision: str) -> None:
     Example:
         hypotrack --db postgresql://team@db/hypotrack db upgrade
     """
-    from hypotrack.registry.engine import current_revision, upgrade as run_upgrade
+    from hypotrack.registry.engine import current_revision
+    from hypotrack.registry.engine import upgrade as run_upgrade
 
     registry = _open_unmigrated(ctx)
     run_upgrade(registry.url, registry.engine, revision)
@@ -45,7 +46,8 @@ def downgrade(ctx: Context, revision: str, yes: bool) -> None:
     Example:
         hypotrack db downgrade 0002 --yes
     """
-    from hypotrack.registry.engine import current_revision, downgrade as run_downgrade
+    from hypotrack.registry.engine import current_revision
+    from hypotrack.registry.engine import downgrade as run_downgrade
 
     if not yes:  # a downgrade deletes data; on a shared registry, everyone's
         raise click.UsageError(f"downgrading to {revision!r} deletes the tables and columns of the later revisions "

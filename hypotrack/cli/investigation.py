@@ -24,10 +24,8 @@ def status(ctx: Context, as_json: bool) -> None:
     Example:
         hypotrack status --json | jq '.[] | select(.status=="validated")'
     """
-    from hypotrack.registry.queries import overview
+    from hypotrack.registry.queries import latest_triage, overview
     from hypotrack.report import STATUS_ICONS, status_label, status_rows
-
-    from hypotrack.registry.queries import latest_triage
 
     summaries = ctx.summaries()
     registry = ctx.registry()
@@ -166,7 +164,7 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
     out.print(runs_table if runs else "[dim]No test runs yet.[/]")
 
 
-def _triage_entry(triage, hypothesis_id: str) -> dict | None:  # noqa: ANN001 - a registry row
+def _triage_entry(triage, hypothesis_id: str) -> dict | None:  # a registry row
     """The hypothesis's place and readings in the latest triage, or None when it was not ranked there."""
     if triage is None:
         return None
@@ -178,7 +176,7 @@ def _triage_entry(triage, hypothesis_id: str) -> dict | None:  # noqa: ANN001 - 
             "expected": report.get("expected", []), **entry}
 
 
-def _print_triage(out, entry: dict) -> None:  # noqa: ANN001 - a rich Console
+def _print_triage(out, entry: dict) -> None:  # a rich Console
     from rich.markup import escape
 
     verdict = ("does not apply: " + "; ".join(entry["not_applicable"]) if entry["not_applicable"] else
@@ -201,10 +199,8 @@ def next_(ctx: Context, as_json: bool) -> None:
     Example:
         hypotrack next
     """
-    from hypotrack.registry.queries import overview
+    from hypotrack.registry.queries import latest_triage, overview
     from hypotrack.report import next_step
-
-    from hypotrack.registry.queries import latest_triage
 
     summaries = ctx.summaries()
     registry = ctx.registry()

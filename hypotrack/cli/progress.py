@@ -49,7 +49,7 @@ class ProgressDisplay:
                     self.console.print(self._line(arm))
 
     @staticmethod
-    def _line(arm) -> str:  # noqa: ANN001
+    def _line(arm) -> str:
         reward = "-" if arm.reward is None else f"{arm.reward:.3f}"
         extra = f"  {arm.error}" if arm.error and arm.status != "finished" else ""
         if arm.phase and arm.status == "running":
@@ -69,7 +69,7 @@ class ProgressDisplay:
         return table
 
 
-def print_outcome(console: Console, hypothesis, outcome) -> None:  # noqa: ANN001
+def print_outcome(console: Console, hypothesis, outcome) -> None:
     from hypotrack.report import confidence_label
 
     if outcome.state == "killed":
@@ -113,7 +113,7 @@ def print_outcome(console: Console, hypothesis, outcome) -> None:  # noqa: ANN00
                   f"at {outcome.tracking_uri}; outputs in {outcome.output_dir}")
 
 
-def _effect_table(effect) -> Table:  # noqa: ANN001 - hypotrack.effect.Effect
+def _effect_table(effect) -> Table:  # hypotrack.effect.Effect
     """Per seed: the outcome in each arm and their difference; below, the mean with its interval."""
     table = Table(title=f"Effect of the treatment on the {effect.description} (paired by seed)", title_justify="left")
     for column in ("Seed", "Control", "Treatment", "Treatment - control"):

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -193,7 +194,7 @@ def _parse_arms(arm_names: str | None) -> list[str] | None:
     return arms
 
 
-def _print_plan(plan) -> None:  # noqa: ANN001
+def _print_plan(plan) -> None:
     from rich.markup import escape
     from rich.syntax import Syntax
 
@@ -221,7 +222,7 @@ def _print_plan(plan) -> None:  # noqa: ANN001
         out.print(Syntax(json.dumps(body, indent=2, default=str), "json", theme="ansi_dark", word_wrap=True))
 
 
-def _run(ctx: Context, plan, parallel, launch, output_dir, tracking_uri, mlflow_experiment,  # noqa: ANN001
+def _run(ctx: Context, plan, parallel, launch, output_dir, tracking_uri, mlflow_experiment,
          max_seeds: int | None) -> None:
     from hypotrack.cli.progress import ProgressDisplay, print_outcome
     from hypotrack.run.api import run_prepared, run_until_decided

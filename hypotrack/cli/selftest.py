@@ -13,7 +13,6 @@ import click
 from hypotrack.cli.context import Context, console, pass_ctx
 
 
-
 def _names(value: str | None, known: list[str], what: str) -> list[str] | None:
     if not value:
         return None
@@ -71,7 +70,7 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
     out = console()
     done: set[str] = set()
 
-    def progress(arms) -> None:  # noqa: ANN001
+    def progress(arms) -> None:
         finished = [a for a in arms if a.status in ("finished", "failed", "killed")]
         for arm in finished:
             if arm.spec.output_dir not in done:
@@ -102,7 +101,7 @@ _SHORT = {"validated": "V", "partial": "p", "invalidated": "i", "inconclusive": 
 _FULL_CELL = len("inconclusive 0.67") + 3  # a full cell's width with rich's padding and border
 
 
-def _print_matrix(out, result) -> None:  # noqa: ANN001
+def _print_matrix(out, result) -> None:
     from rich import box
     from rich.table import Table
 

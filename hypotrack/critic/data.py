@@ -13,8 +13,8 @@ from __future__ import annotations
 import contextlib
 import inspect
 import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
 
 import torch
 

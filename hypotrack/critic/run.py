@@ -12,8 +12,8 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping
 
 from .manifest import BACKEND_NAMES, CRITIC_METRICS, STEP_METRICS
 from .settings import CriticSettings, resolve_controls
@@ -41,7 +41,12 @@ def run_critic_parity(
 
     from .backends import build_critic
     from .data import (
-        batch_indices, build_real_data, load_task, load_tokenizer, order_generator, quiet_transformers,
+        batch_indices,
+        build_real_data,
+        load_task,
+        load_tokenizer,
+        order_generator,
+        quiet_transformers,
         random_token_data,
     )
     from .parity import interpret, measure, render_table, table_markdown, table_rows

@@ -8,7 +8,8 @@ result is recorded with the run, so a verdict never depends on an environment no
 from __future__ import annotations
 
 import os
-from typing import Literal, Mapping
+from collections.abc import Mapping
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 

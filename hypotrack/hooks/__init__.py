@@ -26,6 +26,6 @@ def build_hook(name: str, **settings) -> "DiagnosticHook":
     return get_hook_class(name)(**settings)
 
 
-def build_hooks(names, settings: dict[str, dict] | None = None) -> list["DiagnosticHook"]:  # noqa: ANN001
+def build_hooks(names, settings: dict[str, dict] | None = None) -> list["DiagnosticHook"]:
     """The hooks ``names`` (in that order), each with its entry of ``settings``."""
     return [build_hook(name, **(settings or {}).get(name, {})) for name in names]

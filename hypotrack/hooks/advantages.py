@@ -57,7 +57,7 @@ class AdvantagesHook(DiagnosticHook):
         self.noise_tie = float(self.config.noise_tie)
         self._low = self._high = None  # running min/max of the rewards (per function under normalize_then_sum)
 
-    def _range(self, rewards):  # noqa: ANN001 - (N,) or (N, F) tensor
+    def _range(self, rewards):  # (N,) or (N, F) tensor
         """The reward range seen so far in the run, updated with this batch (per column for a matrix)."""
         import torch
 
@@ -110,7 +110,7 @@ class AdvantagesHook(DiagnosticHook):
                 spread, span, size = gstd, self._range(rewards), adv_g.view(-1, G).abs()  # size: (groups, G)
                 expected = modes[mode].reshape(-1) if mode in modes else None
 
-            def largest(tie: float):  # noqa: ANN202 - the largest advantage (part) of a group tied up to `tie`
+            def largest(tie: float):  # the largest advantage (part) of a group tied up to `tie`
                 return torch.where((spread < tie * span).unsqueeze(1), size, size.new_zeros(())).amax()
 
             near = spread < self.near_tie * span

@@ -186,7 +186,7 @@ class DiagnosticHook:
         return []
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def setting_docs(settings: type) -> dict[str, str]:
     """The docstring written under each field of a settings dataclass (the attribute-docstring convention)."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(settings)))

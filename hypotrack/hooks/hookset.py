@@ -9,8 +9,9 @@ values are averaged per logging step like ``reward``). Imports no torch.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from hypotrack.hooks.base import EVENTS, DiagnosticHook, LossParts, RolloutBatch, StepContext
 
@@ -70,6 +71,6 @@ class HookSet:
         for hook in self.hooks:
             try:
                 hook.write_artifacts(out_dir)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - every hook writes; the failures are reported together
                 failed.append((hook.name, exc))
         return failed

@@ -38,6 +38,7 @@ from typing import Any
 
 from hypotrack.hooks.base import DiagnosticHook, LossParts, StepContext
 
+
 def k_stats(pol, ref, mask) -> dict[str, float]:
     from hypotrack.grpo_math import kl_estimators
     from hypotrack.hooks._util import f, masked_max, masked_mean

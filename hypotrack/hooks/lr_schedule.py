@@ -19,7 +19,7 @@ class LrScheduleHook(DiagnosticHook):
     description = "h22: the learning rate against its peak, and whether it is spent while a quarter of the run remains"
     metrics = ("of_peak", "spent_early")
 
-    def __init__(self, **settings) -> None:  # noqa: ANN003
+    def __init__(self, **settings) -> None:
         super().__init__(**settings)
         self._peak = 0.0
 

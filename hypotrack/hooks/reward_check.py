@@ -72,12 +72,12 @@ class RewardCheckHook(DiagnosticHook):
         }
 
     @staticmethod
-    def _score(func, batch: RolloutBatch, rows: list[int], answers: list[Any]) -> list[float | None]:  # noqa: ANN001
+    def _score(func, batch: RolloutBatch, rows: list[int], answers: list[Any]) -> list[float | None]:
         """The reward function on these answers as completions, with the rows' prompts and columns."""
         return score_rows(func, batch, rows, [str(a) for a in answers], [[] for _ in rows])
 
 
-def score_rows(func, batch: RolloutBatch, rows: list[int], texts: list[str],  # noqa: ANN001
+def score_rows(func, batch: RolloutBatch, rows: list[int], texts: list[str],
                completion_ids: list[list[int]]) -> list[float | None]:
     """A reward function called as TRL calls it on these rows: their prompts and dataset columns, ``texts`` as
     the completions (as messages when the prompts are conversations). None where it gives no score or raises

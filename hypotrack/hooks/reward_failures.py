@@ -76,7 +76,7 @@ def shared_value(changed: list[tuple[float, float]]) -> tuple[float, float]:
     return default, counts[default] / len(changed)
 
 
-def _score_again(func, batch: RolloutBatch, rows: list[int]) -> list[float | None]:  # noqa: ANN001
+def _score_again(func, batch: RolloutBatch, rows: list[int]) -> list[float | None]:
     """The reward function on these rows' own completions and token ids."""
     from hypotrack.hooks.reward_check import score_rows
 

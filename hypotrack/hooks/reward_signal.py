@@ -35,8 +35,8 @@ sample (`reservoir_size` values per function, uniform over the run).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +137,7 @@ class RewardSignalHook(DiagnosticHook):
         from array import array
 
         # rounded to float32 like the tensor reductions these values came from before (same logged values)
-        fin = lambda v: array("f", (v,))[0] if math.isfinite(v) else 0.0  # noqa: E731
+        fin = lambda v: array("f", (v,))[0] if math.isfinite(v) else 0.0
         cols = rpf.t().tolist() if rpf.numel() else [[] for _ in names]
         B = rpf.size(0)
         for j, name in enumerate(names):

@@ -73,11 +73,14 @@ class SamplingParityHook(DiagnosticHook):
     def _scoring_temperature(self) -> float:
         return float(getattr(self._trainer, "temperature", 1.0) or 1.0)
 
-    def _logps(self, raw, ids, tokens, drop: str | None):  # noqa: ANN001
+    def _logps(self, raw, ids, tokens, drop: str | None):
         """log p(token) after the sampling transforms, without ``drop`` (None: all of them)."""
         import torch
         from transformers.generation.logits_process import (
-            MinPLogitsWarper, RepetitionPenaltyLogitsProcessor, TopKLogitsWarper, TopPLogitsWarper,
+            MinPLogitsWarper,
+            RepetitionPenaltyLogitsProcessor,
+            TopKLogitsWarper,
+            TopPLogitsWarper,
         )
 
         cfg = self._sampling()
@@ -118,12 +121,12 @@ class SamplingParityHook(DiagnosticHook):
             handle.remove()
         self._handles = []
 
-    def _decoding(self, kwargs) -> bool:  # noqa: ANN001
+    def _decoding(self, kwargs) -> bool:
         from hypotrack.hooks._util import is_generate_forward
 
         return self._tap is not None and is_generate_forward(kwargs)
 
-    def _pre(self, module, args, kwargs):  # noqa: ANN001
+    def _pre(self, module, args, kwargs):
         import torch
 
         if not self._decoding(kwargs):
@@ -148,13 +151,13 @@ class SamplingParityHook(DiagnosticHook):
             tap["ids"] = torch.cat([tap["ids"], tokens.unsqueeze(1)], dim=1)
         return None
 
-    def _scoring(self, raw, tokens):  # noqa: ANN001
+    def _scoring(self, raw, tokens):
         import torch
 
         scores = raw.float() / self._scoring_temperature()
         return torch.log_softmax(scores, dim=-1).gather(1, tokens.unsqueeze(1)).squeeze(1)
 
-    def _post(self, module, args, kwargs, output):  # noqa: ANN001
+    def _post(self, module, args, kwargs, output):
         if not self._decoding(kwargs) or self._tap["calls"] != 1:
             return None
         logits = getattr(output, "logits", None)

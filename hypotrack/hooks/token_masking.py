@@ -24,9 +24,9 @@ padding, independently of the rollout batch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 import html
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -176,7 +176,7 @@ class TokenMaskingHook(DiagnosticHook):
         stats = torch.cat([counts, torch.stack([
             loss.sum(dim=1).float().mean() if B else torch.tensor(float("nan")), has_eos.sum().float(), eos_masked,
         ])]).tolist()
-        fin = lambda v: v if math.isfinite(v) else 0.0  # noqa: E731 - what f() does to one value
+        fin = lambda v: v if math.isfinite(v) else 0.0  # what f() does to one value
         n = max(sum(stats[: len(CATS)]), 1.0)
         out = {f"{c}_share": fin(stats[i] / n) for i, c in enumerate(CATS)}
         if stats[: len(CATS)] == [0.0] * len(CATS):
@@ -233,7 +233,7 @@ class TokenMaskingHook(DiagnosticHook):
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / "token_masking_samples.html"
-        esc = lambda s: html.escape(s, quote=True).replace("\n", "&#8629;<br>")  # noqa: E731
+        esc = lambda s: html.escape(s, quote=True).replace("\n", "&#8629;<br>")
         parts = [
             "<!doctype html><html><head><meta charset='utf-8'><title>token masking samples</title><style>",
             "body{font-family:sans-serif}.t{font-family:monospace;white-space:pre-wrap;border:1px solid #ddd;"
@@ -251,9 +251,9 @@ class TokenMaskingHook(DiagnosticHook):
         for s in self.samples:
             parts.append(f"<h3>step {s['step']}, row {s['row']}</h3><div class='t'>")
             parts.append("<span class='p'>" + "".join(esc(t) for t in s["prompt"]) + "</span>")
-            for t, l, c in zip(s["completion"], s["loss"], s["cat"]):
-                cls = f"k {c}" if l else f"nl {c}"
-                parts.append(f"<span class='{cls}' title='{c}{' (loss)' if l else ''}'>{esc(t)}</span>")
+            for t, in_loss, c in zip(s["completion"], s["loss"], s["cat"]):
+                cls = f"k {c}" if in_loss else f"nl {c}"
+                parts.append(f"<span class='{cls}' title='{c}{' (loss)' if in_loss else ''}'>{esc(t)}</span>")
             parts.append("</div>")
         parts.append("</body></html>")
         path.write_text("".join(parts), encoding="utf-8")

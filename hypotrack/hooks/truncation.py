@@ -76,7 +76,7 @@ class TruncationHook(DiagnosticHook):
             parts.append((~(ids == int(batch.eos_token_id)).any(dim=1)).float().mean().reshape(1).cpu())
         flat = torch.cat(parts).tolist()
         lens = flat[:B]
-        fin = lambda v: v if math.isfinite(v) else 0.0  # noqa: E731 - what f() does to one value
+        fin = lambda v: v if math.isfinite(v) else 0.0  # what f() does to one value
         if B:
             srt = sorted(lens)
             pos = 0.95 * (B - 1)  # torch.quantile's linear interpolation between the closest ranks

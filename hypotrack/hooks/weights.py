@@ -25,7 +25,6 @@ from typing import Any
 
 from hypotrack.hooks.base import DiagnosticHook, StepContext
 
-
 _CHUNK_NUMEL = 1 << 24  # elements per batched (foreach) delta computation: bounds the transient copy
 
 

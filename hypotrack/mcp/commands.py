@@ -52,7 +52,7 @@ def answer(where: Where, *args: str) -> str:
             err.write(f"Error: hypotrack {' '.join(args)} exited with code {exc.exit_code}\n")
         except click.exceptions.Abort:
             err.write("Aborted.\n")
-        except Exception as exc:  # noqa: BLE001 - the same edge as the CLI's main()
+        except Exception as exc:  # the same edge as the CLI's main()
             message, _ = friendly_error(exc)
             if message is None:
                 raise

@@ -15,8 +15,8 @@ import os
 import random
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
 from .common import default_prompts, load_tokenizer, set_threads
 
@@ -43,7 +43,7 @@ def enable_determinism(seed: int, warn_only: bool = False) -> dict:
         from transformers import set_seed
 
         set_seed(seed, deterministic=True)  # enable_full_determinism: also sets the flags below
-    except Exception:  # pragma: no cover - older transformers
+    except Exception:  # noqa: BLE001 - older transformers  # pragma: no cover
         pass
     torch.use_deterministic_algorithms(True, warn_only=warn_only)
     torch.backends.cudnn.deterministic = True
@@ -108,7 +108,7 @@ def _train_dataset(model_path: str, n: int, seed: int):
 
         ds = load_dataset("arith", n, seed)
         return ds, [arith_correct, dense_reward]
-    except Exception:
+    except Exception:  # noqa: BLE001 - a model the toy's data does not fit gets fixed prompts
         return Dataset.from_dict({"prompt": default_prompts(model_path, n, seed)}), [dense_reward]
 
 
@@ -295,7 +295,7 @@ def render_table(res: DeterminismResult):
     t = Table(title=f"Determinism: two runs, bitwise ({res.steps} steps, {res.seconds:.1f}s)")
     t.add_column("check")
     t.add_column("result")
-    ok = lambda b: "[green]identical[/]" if b else "[red]differs[/]"  # noqa: E731
+    ok = lambda b: "[green]identical[/]" if b else "[red]differs[/]"
     t.add_row("per-step metrics", ok(res.metrics_identical))
     if res.first_diff_step is not None:
         a, b = res.first_diff_values

@@ -26,7 +26,7 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 
-from .common import hex32, load_model, load_tokenizer, default_prompts, sample_rollout, set_threads
+from .common import default_prompts, hex32, load_model, load_tokenizer, sample_rollout, set_threads
 
 CPU_CONTEXTS = ("sampling", "grad_enabled", "train_mode", "train_mode_dropout", "batch_of_one", "right_padding",
                 "trl_fused", "bf16")
@@ -246,7 +246,7 @@ def run_logprob_parity(model_path: str, contexts=CPU_CONTEXTS + CUDA_CONTEXTS, s
                 del m2
             else:  # pragma: no cover
                 raise AssertionError(name)
-        except Exception as e:  # a context that cannot run on this model is reported, not fatal
+        except Exception as e:  # noqa: BLE001 - a context that cannot run on this model is reported, not fatal
             out.append(ContextResult(name, dtype, device, 0, float("nan"), float("nan"), float("nan"),
                                      EXPECTED.get(name, ""), skipped=f"{type(e).__name__}: {e}"[:200]))
             continue

@@ -26,8 +26,9 @@ import math
 import time
 from dataclasses import asdict, dataclass, field
 
+from hypotrack.grpo_math import REFERENCE_LOSS_TYPES, GRPOLossConfig, group_advantages, reference_grpo_loss
+
 from .common import default_prompts, load_tokenizer, sample_rollout, set_threads
-from hypotrack.grpo_math import GRPOLossConfig, REFERENCE_LOSS_TYPES, group_advantages, reference_grpo_loss
 
 VARIANTS = {
     # name: (description, GRPOLossConfig overrides)
@@ -358,7 +359,7 @@ def run_loss_parity(model_path: str, loss_types=("grpo", "bnpo", "dr_grpo", "dap
     return LossParityResult(rows=rows, batch=batch, seconds=time.perf_counter() - t0, accumulation=accumulation)
 
 
-def accumulation_parity(trainer, model, inputs, loss_types, cfg_for, seed, tolerance) -> list[AccumulationRow]:  # noqa: ANN001
+def accumulation_parity(trainer, model, inputs, loss_types, cfg_for, seed, tolerance) -> list[AccumulationRow]:
     """The same batch as 1, 2 and 4 accumulated micro-batches: the gradients must agree (trl#2617)."""
     import torch
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .settings import ParitySettings
 

@@ -7,10 +7,19 @@ not a silently ignored setting discovered after a ten-minute run.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, create_model, field_validator,
-                      model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from .command import CommandSpec
 from .run_settings import RUN_SETTINGS, VALUE_BOUNDS, RunSetting, command_line
@@ -299,7 +308,7 @@ def _clause_kind(value: Any) -> str:
 
 # Discriminated, so a typo in a criterion is reported once, against Criterion, instead of
 # once per union member (pydantic would also list AnyOf's "any: missing", "metric: unknown key").
-Clause = Annotated[Union[Annotated[Criterion, Tag("criterion")], Annotated[AnyOf, Tag("any")]],
+Clause = Annotated[Annotated[Criterion, Tag("criterion")] | Annotated[AnyOf, Tag("any")],
                    Discriminator(_clause_kind)]
 
 

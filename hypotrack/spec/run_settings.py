@@ -24,7 +24,6 @@ from typing import Any
 
 from .vocabulary import LOSS_TYPES, SCALE_REWARDS
 
-
 _COMPARE = {"ge": lambda v, limit: v >= limit, "gt": lambda v, limit: v > limit,
             "le": lambda v, limit: v <= limit, "lt": lambda v, limit: v < limit}
 

@@ -137,9 +137,9 @@ def _batch_problem(grpo: dict[str, Any], processes: int) -> tuple[str, str] | No
 
 def coerce_cli_value(raw: str) -> Any:
     """Read a `--set KEY=VALUE` value the way YAML would (so 1e-5 is a float, true a bool)."""
-    from .yamlio import _Loader  # the same resolver as the files
-
     import yaml
+
+    from .yamlio import _Loader  # the same resolver as the files
 
     try:
         return yaml.load(raw, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader subclass

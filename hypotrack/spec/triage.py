@@ -33,7 +33,7 @@ triage:
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
@@ -161,7 +161,7 @@ def _signature_kind(value: Any) -> str:
     return "all_of" if isinstance(value, AllOf) else "single"
 
 
-AnySignature = Annotated[Union[Annotated[Signature, Tag("single")], Annotated[AllOf, Tag("all_of")]],
+AnySignature = Annotated[Annotated[Signature, Tag("single")] | Annotated[AllOf, Tag("all_of")],
                          Discriminator(_signature_kind)]
 
 

@@ -12,7 +12,8 @@ value the run would silently ignore is a mistake the user believes in (a `k` on 
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from pydantic import BaseModel
 

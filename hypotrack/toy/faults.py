@@ -10,12 +10,12 @@ a bug reported upstream, its description names the issue or pull request.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .fault_catalog import FAULTS
 from .text import completion_text
-
 
 # Training steps after which a fault's signature is visible, for the compact selftest. Most faults show
 # from the first step (a batch's make-up, a loss term, a reward); these build up over training.
@@ -88,7 +88,7 @@ def _jitter(count: int, step: int, seed: int):
 class Faults:
     names: list[str]
 
-    def attach(self, trainer) -> None:  # noqa: ANN001
+    def attach(self, trainer) -> None:
         if "kl_wrong_sign" in self.names and trainer.beta != 0.0:
             trainer.beta = -abs(trainer.beta)
         if "lora_not_synced" in self.names:
@@ -106,7 +106,7 @@ class Faults:
         if "schedule_stepped_per_micro_batch" in self.names:
             _schedule_step_per_micro_batch(trainer)
 
-    def model(self, model, peft_config):  # noqa: ANN001, ANN201 - (model, peft_config) as the trainer gets them
+    def model(self, model, peft_config):  # (model, peft_config) as the trainer gets them
         """The model and adapter config the trainer is built with: a LoRA run continuing from a trained adapter
         gets a peft model with that adapter (and no peft_config, as a user who loaded it passes none)."""
         if "reference_without_adapter" in self.names and peft_config is not None:
@@ -122,7 +122,7 @@ class Faults:
             functions[task_index] = _scored_zero_on_timeout(functions[task_index])
         return functions
 
-    def rewards(self, trainer, rewards_per_func, inputs, completions):  # noqa: ANN001
+    def rewards(self, trainer, rewards_per_func, inputs, completions):
         import torch
 
         if "tiny_std_rewards" in self.names:
@@ -174,7 +174,7 @@ def _never_matches(original: Callable[..., list[float]]) -> Callable[..., list[f
     return never_matches
 
 
-def _all_or_nothing(rewards_per_func, trainer, inputs):  # noqa: ANN001
+def _all_or_nothing(rewards_per_func, trainer, inputs):
     """90% of prompts (by a hash of the prompt) become all-or-nothing: the task reward of every completion of
     such a prompt is 1 for half of them and 0 for the others, whatever the completion says."""
     import zlib
@@ -187,7 +187,7 @@ def _all_or_nothing(rewards_per_func, trainer, inputs):  # noqa: ANN001
     return rewards_per_func
 
 
-def _return_prompt_with_completion(trainer) -> None:  # noqa: ANN001
+def _return_prompt_with_completion(trainer) -> None:
     """Wrap TRL's generation so each completion's token ids start with the prompt's (bos excluded).
 
     The reward still scores the real completion text, as when only the token ids
@@ -211,7 +211,7 @@ def _return_prompt_with_completion(trainer) -> None:  # noqa: ANN001
     trainer._generate = generate
 
 
-def _generate_without_adapters(trainer) -> None:  # noqa: ANN001
+def _generate_without_adapters(trainer) -> None:
     """Wrap TRL's generation so it samples from the base weights: the trained adapters never reach it."""
     original: Callable[..., Any] = trainer._generate
 
@@ -259,7 +259,7 @@ def _scored_zero_on_timeout(original: Callable[..., list[float]]) -> Callable[..
     return scored_zero_on_timeout
 
 
-def _with_trained_adapter(model, peft_config):  # noqa: ANN001, ANN202
+def _with_trained_adapter(model, peft_config):
     """The model with a LoRA adapter that was trained before this run (B weights away from their zero init)."""
     import torch
     from peft import get_peft_model
@@ -273,7 +273,7 @@ def _with_trained_adapter(model, peft_config):  # noqa: ANN001, ANN202
     return model
 
 
-def _reference_without_adapter(trainer) -> None:  # noqa: ANN001
+def _reference_without_adapter(trainer) -> None:
     """Drop the copy of the starting adapter TRL keeps as the reference: the reference logprobs then come from the
     base model with the adapters disabled, as in TRL before PR #6591."""
     model = trainer.accelerator.unwrap_model(trainer.model)
@@ -282,7 +282,7 @@ def _reference_without_adapter(trainer) -> None:  # noqa: ANN001
         model.set_adapter("default")
 
 
-def _no_input_require_grads(trainer) -> None:  # noqa: ANN001
+def _no_input_require_grads(trainer) -> None:
     """Reentrant checkpointing sees no input that requires grad: take out the embeddings' forward hook that marks
     their output as requiring grad, and keep it out (gradient_checkpointing_enable, which TRL calls again after each
     no-grad pass, adds it back): the transformers and TRL releases before their PEFT fix never added it."""
@@ -298,7 +298,7 @@ def _no_input_require_grads(trainer) -> None:  # noqa: ANN001
             del embeddings._forward_hooks[key]
 
 
-def _shuffle_within_generation_batch(trainer) -> None:  # noqa: ANN001
+def _shuffle_within_generation_batch(trainer) -> None:
     """Wrap the train sampler: each generation batch's indices (a prompt repeated num_generations times in a row)
     come out shuffled, so consecutive completions are no longer one prompt's."""
     original = trainer._get_train_sampler
@@ -314,7 +314,7 @@ def _shuffle_within_generation_batch(trainer) -> None:  # noqa: ANN001
 class _ShuffledBatches:
     """A sampler whose indices are shuffled within consecutive chunks of ``size``."""
 
-    def __init__(self, inner, size: int, seed: int) -> None:  # noqa: ANN001
+    def __init__(self, inner, size: int, seed: int) -> None:
         self.inner, self.size, self.seed = inner, size, seed
 
     def __len__(self) -> int:
@@ -335,17 +335,17 @@ class _ShuffledBatches:
         yield from chunk
 
 
-def _short_schedule_horizon(trainer) -> None:  # noqa: ANN001
+def _short_schedule_horizon(trainer) -> None:
     """Build the learning-rate schedule for a quarter of the optimizer steps the run takes."""
     original = trainer.create_scheduler
 
-    def create_scheduler(num_training_steps: int, optimizer=None):  # noqa: ANN001, ANN202
+    def create_scheduler(num_training_steps: int, optimizer=None):
         return original(max(1, int(num_training_steps * SCHEDULE_HORIZON_SHARE)), optimizer)
 
     trainer.create_scheduler = create_scheduler
 
 
-def _schedule_step_per_micro_batch(trainer) -> None:  # noqa: ANN001
+def _schedule_step_per_micro_batch(trainer) -> None:
     """Advance the learning-rate schedule after every micro-batch's backward pass, as a loop that calls
     scheduler.step() inside its accumulation loop does; the trainer's own step after each update is the last
     micro-batch's, so the schedule moves gradient_accumulation_steps times per optimizer step."""
@@ -353,7 +353,7 @@ def _schedule_step_per_micro_batch(trainer) -> None:  # noqa: ANN001
     accumulation = int(trainer.args.gradient_accumulation_steps)
     micro_batches = 0
 
-    def training_step(*args: Any, **kwargs: Any):  # noqa: ANN202 - the loss TRL returns
+    def training_step(*args: Any, **kwargs: Any):  # the loss TRL returns
         nonlocal micro_batches
         loss = original(*args, **kwargs)
         micro_batches += 1

@@ -1,8 +1,8 @@
 """Public API of the toy lab. Must not import torch at import time (the CLI imports this module)."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 TASKS = ("arith", "musique-mini")
 MODEL_PREFIX = "toy:"  # a model named "toy:<task>" is the toy lab's warm-started model for that task

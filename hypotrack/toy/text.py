@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-def completion_text(completion) -> str:  # noqa: ANN001
+def completion_text(completion) -> str:
     """Standard format gives strings; conversational format gives [{"role": ..., "content": ...}]."""
     if isinstance(completion, list):
         return completion[-1]["content"] if completion else ""

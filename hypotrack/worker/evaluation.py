@@ -13,8 +13,9 @@ trajectory is the same with or without the evaluation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 DECODINGS = ("greedy", "sampled")
 
@@ -31,7 +32,7 @@ class EvalSetup:
     batch_size: int = 32
 
 
-def evaluate(model, tokenizer, setup: EvalSetup) -> dict[str, float]:  # noqa: ANN001
+def evaluate(model, tokenizer, setup: EvalSetup) -> dict[str, float]:
     """{"eval/task_reward/greedy": ..., "eval/reward/greedy": ..., and the same for sampled}."""
     import torch
 
@@ -62,13 +63,13 @@ def gains(before: dict[str, float], after: dict[str, float]) -> dict[str, float]
     return out
 
 
-def _prompt_texts(tokenizer, prompts: list) -> list[str]:  # noqa: ANN001
+def _prompt_texts(tokenizer, prompts: list) -> list[str]:
     if prompts and not isinstance(prompts[0], str):  # conversational: the chat template TRL would apply
         return [tokenizer.apply_chat_template(p, add_generation_prompt=True, tokenize=False) for p in prompts]
     return list(prompts)
 
 
-def _generate(model, tokenizer, setup: EvalSetup, sample: bool):  # noqa: ANN001
+def _generate(model, tokenizer, setup: EvalSetup, sample: bool):
     """Completion texts (in the prompts' format) and token ids for every held-out row."""
     prompts = list(setup.rows["prompt"])
     texts = _prompt_texts(tokenizer, prompts)

@@ -15,10 +15,10 @@ from transformers import TrainerCallback
 from hypotrack.errors import HypotrackError
 from hypotrack.imports import import_object
 from hypotrack.protocol import ArmSpec, Event, EventWriter, versions
+from hypotrack.worker import repairs
 from hypotrack.worker.data import load_rows, prepare_prompts, split_heldout
 from hypotrack.worker.evaluation import EvalSetup, evaluate, gains
 from hypotrack.worker.guards import check_task_signal, check_weights
-from hypotrack.worker import repairs
 from hypotrack.worker.model import build_model, build_peft_config
 
 # Settings hypotrack chooses unless the experiment says otherwise: per-step curves, no
@@ -133,7 +133,7 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
     return callback.last_metrics
 
 
-def _evaluation(spec: ArmSpec, args, heldout, tokenizer, rewards) -> "EvalSetup | None":  # noqa: ANN001
+def _evaluation(spec: ArmSpec, args, heldout, tokenizer, rewards) -> "EvalSetup | None":
     """The held-out evaluation of this arm, or None when the experiment has no held-out rows."""
     if heldout is None or len(heldout) == 0:
         return None
@@ -143,7 +143,7 @@ def _evaluation(spec: ArmSpec, args, heldout, tokenizer, rewards) -> "EvalSetup 
                      temperature=float(args.temperature), seed=spec.seed)
 
 
-def _quiet(trainer) -> None:  # noqa: ANN001
+def _quiet(trainer) -> None:
     """Drop transformers' PrinterCallback: with tqdm off it prints every log dict (100+ keys with
     hooks on) to the worker's log each step; the metrics already stream to the runner."""
     from transformers.trainer_callback import PrinterCallback
@@ -160,7 +160,7 @@ class TrainingCallback(TrainerCallback):
     (the hooks get their events from the trainer's own TapCallback)."""
 
     def __init__(self, events: EventWriter, max_steps: int, task_reward_name: str,
-                 reward_log=None):  # noqa: ANN001 - a RewardErrorLog
+                 reward_log=None):  # a RewardErrorLog
         self.events, self.max_steps = events, max_steps
         self.task_reward_name, self.reward_log = task_reward_name, reward_log
         # TRL logs each reward function under its own name; the task reward is also logged by role.
@@ -169,12 +169,12 @@ class TrainingCallback(TrainerCallback):
         self.trainer = None
         self.last_metrics: dict[str, float] = {}
 
-    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_step_end(self, args, state, control, **kwargs):
         check_weights(self.trainer.model, state.global_step)
         if self.reward_log is not None:
             check_task_signal(self.reward_log, self.task_reward_name, state.global_step)
 
-    def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
+    def on_log(self, args, state, control, logs=None, **kwargs):
         metrics = {k: float(v) for k, v in (logs or {}).items()
                    if isinstance(v, (int, float)) and not isinstance(v, bool)}
         if not metrics:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypotrack.errors import HypotrackError
 
 
-def check_loss(loss, step: int) -> None:  # noqa: ANN001 - a torch tensor
+def check_loss(loss, step: int) -> None:  # a torch tensor
     import torch
 
     if not torch.isfinite(loss).all():
@@ -20,7 +20,7 @@ def check_loss(loss, step: int) -> None:  # noqa: ANN001 - a torch tensor
                              "(look at the advantages and the learning rate)")
 
 
-def check_weights(model, step: int) -> None:  # noqa: ANN001
+def check_weights(model, step: int) -> None:
     import torch
 
     params = [p.detach() for p in model.parameters() if p.requires_grad]
@@ -32,7 +32,7 @@ def check_weights(model, step: int) -> None:  # noqa: ANN001
 SIGNAL_STEPS = 2  # one batch may legitimately hold nothing the task reward scores; two in a row is the function
 
 
-def check_task_signal(log, task_reward: str, step: int) -> None:  # noqa: ANN001 - a RewardErrorLog
+def check_task_signal(log, task_reward: str, step: int) -> None:  # a RewardErrorLog
     if step < SIGNAL_STEPS or not log.calls[task_reward] or log.scored[task_reward]:
         return
     raised = log.first_message.get(task_reward)

@@ -10,11 +10,11 @@ import os
 # As in worker/main.py, before transformers is imported: the worker never talks to MLflow.
 os.environ.setdefault("DISABLE_MLFLOW_INTEGRATION", "TRUE")
 
-import peft  # noqa: E402,F401
-import torch  # noqa: E402,F401
-import transformers  # noqa: E402,F401
-import trl  # noqa: E402,F401
-from trl.trainer import grpo_trainer  # noqa: E402,F401 - TRL imports its trainers lazily
+import peft  # noqa: F401 - imported to be forked, not used
+import torch  # noqa: F401 - imported to be forked, not used
+import transformers  # noqa: F401 - imported to be forked, not used
+import trl  # noqa: F401 - imported to be forked, not used
+from trl.trainer import grpo_trainer  # noqa: F401 - TRL imports its trainers lazily
 
-import hypotrack.worker.grpo_arm  # noqa: E402,F401
-import hypotrack.worker.main  # noqa: E402,F401
+import hypotrack.worker.grpo_arm
+import hypotrack.worker.main  # noqa: F401 - imported to be forked, not used

@@ -12,7 +12,8 @@ import functools
 import math
 import traceback
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from hypotrack.errors import HypotrackError
 

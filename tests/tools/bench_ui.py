@@ -32,7 +32,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def browser():  # noqa: ANN201 - a selenium WebDriver
+def browser():  # a selenium WebDriver
     from selenium import webdriver
 
     options = webdriver.ChromeOptions()
@@ -44,14 +44,14 @@ def browser():  # noqa: ANN201 - a selenium WebDriver
     return webdriver.Chrome(service=webdriver.ChromeService("/usr/bin/chromedriver"), options=options)
 
 
-def time_page(driver, url: str, started: float) -> float:  # noqa: ANN001
+def time_page(driver, url: str, started: float) -> float:
     driver.get(url)
     while CHART_TEXT not in driver.execute_script("return document.body.innerText"):
         time.sleep(0.2)
     return time.monotonic() - started
 
 
-def hypotrack_ui(store: str, driver) -> tuple[float, float]:  # noqa: ANN001
+def hypotrack_ui(store: str, driver) -> tuple[float, float]:
     started = time.monotonic()
     ui = subprocess.Popen([sys.executable, "-m", "hypotrack.cli", "ui", "--tracking-uri", store, "--port",
                            str(free_port())], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -67,7 +67,7 @@ def hypotrack_ui(store: str, driver) -> tuple[float, float]:  # noqa: ANN001
         ui.wait(timeout=60)
 
 
-def mlflow_defaults(store: str, driver, experiment_id: str) -> tuple[float, float]:  # noqa: ANN001
+def mlflow_defaults(store: str, driver, experiment_id: str) -> tuple[float, float]:
     port = free_port()
     started = time.monotonic()
     server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store, "--host",

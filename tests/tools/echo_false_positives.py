@@ -30,9 +30,9 @@ def _rate(pairs, rule) -> float:
 
 def toy_pairs(task: str, rows: int) -> list[tuple[list[int], list[int]]]:
     import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from hypotrack.toy.lab import ensure_model, load_dataset
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = ensure_model(task)
     tokenizer = AutoTokenizer.from_pretrained(path)

@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 
-def library():  # noqa: ANN201
+def library():
     from hypotrack.spec import Project, load_library
 
     return load_library(Project.locate(Path(__file__).resolve().parents[2]))

@@ -62,7 +62,7 @@ RUNS: dict[str, tuple[str | None, str]] = {
 }
 
 
-def _function(path: str):  # noqa: ANN202 - the user's function, imported the way their script imports it
+def _function(path: str):  # the user's function, imported the way their script imports it
     module, name = path.split(":")
     return getattr(importlib.import_module(module), name)
 

@@ -35,7 +35,7 @@ class Triaged:
     shows_fault: bool = True
 
 
-def _shows_fault(report, expected: str | None, log) -> bool:  # noqa: ANN001
+def _shows_fault(report, expected: str | None, log) -> bool:
     if expected != "h17":
         return True
     from hypotrack.triage.evaluate import aggregate

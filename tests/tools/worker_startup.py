@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from command_twins import timings  # noqa: E402
+from command_twins import timings
 
 
 def one(forkserver: bool, steps: int, tmp: Path) -> tuple[float, list[float], list[float]]:

@@ -35,15 +35,15 @@ def load_sums(n: int, seed: int):
     return Dataset.from_list(rows)
 
 
-def sum_correct(completions, answer, **kwargs):  # noqa: ANN001, ANN201 - TRL's reward signature
+def sum_correct(completions, answer, **kwargs):  # TRL's reward signature
     return [1.0 if re.match(rf"^\s*{a}\b", c) else 0.0 for c, a in zip(completions, answer)]
 
 
-def terse(completions, **kwargs):  # noqa: ANN001, ANN201
+def terse(completions, **kwargs):
     return [1.0 if re.fullmatch(r"\s*-?\d+\s*", c) else 0.0 for c in completions]
 
 
-def load_model(args):  # noqa: ANN001, ANN201
+def load_model(args):
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -58,8 +58,8 @@ def load_model(args):  # noqa: ANN001, ANN201
     return model
 
 
-def checkpointed(forward, checkpoint):  # noqa: ANN001, ANN201
-    def run(hidden_states, *rest, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+def checkpointed(forward, checkpoint):
+    def run(hidden_states, *rest, **kwargs):
         return checkpoint(lambda h: forward(h, *rest, **kwargs), hidden_states, use_reentrant=True)
 
     return run
@@ -100,15 +100,15 @@ def main() -> None:
     class SumsTrainer(GRPOTrainer):
         """The user's subclass: counts its rollouts (a seam hypotrack also wraps)."""
 
-        def __init__(self, *a, **k):  # noqa: ANN002, ANN003
+        def __init__(self, *a, **k):
             super().__init__(*a, **k)
             self.rollouts = 0
 
-        def _generate_and_score_completions(self, inputs):  # noqa: ANN001
+        def _generate_and_score_completions(self, inputs):
             self.rollouts += 1
             return super()._generate_and_score_completions(inputs)
 
-        def _get_train_sampler(self, dataset=None):  # noqa: ANN001, ANN202
+        def _get_train_sampler(self, dataset=None):
             sampler = super()._get_train_sampler(dataset)
             if not args.spread_prompts:
                 return sampler
@@ -118,7 +118,7 @@ def main() -> None:
                 def __len__(self) -> int:
                     return len(sampler)
 
-                def __iter__(self):  # noqa: ANN204
+                def __iter__(self):
                     batch = []
                     for index in sampler:
                         batch.append(index)
@@ -129,7 +129,7 @@ def main() -> None:
 
             return Spread()
 
-        def create_scheduler(self, num_training_steps, optimizer=None):  # noqa: ANN001, ANN202
+        def create_scheduler(self, num_training_steps, optimizer=None):
             if args.lr_scheduler == "constant":
                 return super().create_scheduler(num_training_steps, optimizer)
             updates = max(1, args.max_steps // args.accumulation)  # one update per `accumulation` batches
@@ -138,7 +138,7 @@ def main() -> None:
             return self.lr_scheduler
 
     class CrashAt(TrainerCallback):
-        def on_step_end(self, a, state, control, **k):  # noqa: ANN001
+        def on_step_end(self, a, state, control, **k):
             if args.crash_at_step and state.global_step >= args.crash_at_step:
                 raise RuntimeError(f"the grading service went away at step {state.global_step}")
 

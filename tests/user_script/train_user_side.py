@@ -19,7 +19,7 @@ from pathlib import Path
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "user_side" / "experiments"
 
 
-def _function(path: str):  # noqa: ANN202
+def _function(path: str):
     module, name = path.split(":")
     return getattr(importlib.import_module(module), name)
 
