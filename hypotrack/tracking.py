@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mlflow
 from mlflow import MlflowClient
@@ -27,6 +27,9 @@ from mlflow.entities import Dataset, DatasetInput, InputTag, Metric, Param, RunT
 from hypotrack.endpoints import check_tracking_server
 from hypotrack.errors import HypotrackError, first_line
 from hypotrack.mlflow_names import Tags, source_name
+
+if TYPE_CHECKING:
+    from hypotrack.registry import Registry
 
 # MLflow announces at INFO that it creates or upgrades its own tables; in the middle of a run's progress
 # that reads like hypotrack output. Its warnings and errors still show.
@@ -347,7 +350,7 @@ def _param(value: Any) -> str:
     return text if len(text) <= MAX_PARAM_LEN else text[: MAX_PARAM_LEN - 3] + "..."
 
 
-def close_orphaned_runs(registry, tracker: Tracker | None = None) -> int:
+def close_orphaned_runs(registry: Registry, tracker: Tracker | None = None) -> int:
     """End the MLflow runs of test runs the registry already reconciled as killed/failed."""
     from hypotrack.registry.queries import runs_needing_mlflow_close
     from hypotrack.registry.store import mark_mlflow_closed

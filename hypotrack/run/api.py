@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hypotrack.errors import HypotrackError
 from hypotrack.protocol import ArmSpec
@@ -30,6 +30,9 @@ from hypotrack.run.plan import config_hash, control_spec, pool_key, resolve_arms
 from hypotrack.run.workers import Display
 from hypotrack.spec.loader import Library, load_experiment, resolve_experiment_path
 from hypotrack.spec.models import Hypothesis, Overrides
+
+if TYPE_CHECKING:
+    from hypotrack.registry import Registry
 
 
 @dataclass
@@ -97,8 +100,8 @@ def _check_fault(name: str) -> None:
         raise HypotrackError(f"--plant: unknown fault {name!r} (known: {', '.join(sorted(FAULTS))})")
 
 
-def run_prepared(plan: TestPlan, registry, options: RunOptions | None = None,  # noqa: ANN001
-                 display: Display | None = None, on_start=None) -> TestOutcome:  # noqa: ANN001
+def run_prepared(plan: TestPlan, registry: Registry, options: RunOptions | None = None,
+                 display: Display | None = None, on_start=None) -> TestOutcome:
     """Run a prepared test: record it, train every arm, decide and record the verdict."""
     options = options or RunOptions()
     if not options.flags:
@@ -107,20 +110,20 @@ def run_prepared(plan: TestPlan, registry, options: RunOptions | None = None,  #
                     unmet=plan.unmet)
 
 
-def _earlier(plan: TestPlan, registry) -> list:  # noqa: ANN001
+def _earlier(plan: TestPlan, registry: Registry) -> list:
     from hypotrack.registry.queries import pooled_test_runs
 
     return pooled_test_runs(registry, plan.hypothesis.id, pool_key(plan.specs))
 
 
-def pooled_seeds(plan: TestPlan, registry) -> list[int]:  # noqa: ANN001
+def pooled_seeds(plan: TestPlan, registry: Registry) -> list[int]:
     """Seeds earlier finished tests of these arms already trained."""
     from hypotrack.run.pooling import used_seeds
 
     return used_seeds(_earlier(plan, registry))
 
 
-def with_more_seeds(plan: TestPlan, registry, count: int) -> TestPlan:  # noqa: ANN001
+def with_more_seeds(plan: TestPlan, registry: Registry, count: int) -> TestPlan:
     """The plan on the ``count`` lowest seeds no earlier test of these arms used (`--more-seeds`)."""
     from hypotrack.run.pooling import unused_seeds
 
@@ -130,8 +133,8 @@ def with_more_seeds(plan: TestPlan, registry, count: int) -> TestPlan:  # noqa: 
 MIN_SEEDS = 2  # the fewest seeds that give the effect an interval
 
 
-def run_until_decided(plan: TestPlan, registry, options: RunOptions | None = None, *, max_seeds: int,  # noqa: ANN001
-                      display: Display | None = None, on_start=None) -> list[TestOutcome]:  # noqa: ANN001
+def run_until_decided(plan: TestPlan, registry: Registry, options: RunOptions | None = None, *, max_seeds: int,
+                      display: Display | None = None, on_start=None) -> list[TestOutcome]:
     """`--seeds auto`: add one seed (both arms) at a time until the effect is decided or ``max_seeds`` are in.
 
     Each addition is a test run of its own (it pools the earlier ones), so an interrupted search keeps

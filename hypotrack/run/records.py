@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from hypotrack.protocol import ArmSpec
     from hypotrack.run.workers import ArmState
     from hypotrack.spec.models import Hypothesis
+    from hypotrack.tracking import Tracker
     from hypotrack.verdict import Verdict
 
 # The arms compared, in the verdict's two questions: the outcome (these rewards, when the arms log them,
@@ -45,7 +46,7 @@ INTERESTING_GRPO = {
 }
 
 
-def log_plan(tracker, parent_id: str, hypothesis: "Hypothesis", hypothesis_file: Path, arms: list["ArmState"],  # noqa: ANN001
+def log_plan(tracker: Tracker, parent_id: str, hypothesis: "Hypothesis", hypothesis_file: Path, arms: list["ArmState"],
              digest: str, flags: dict, launcher: str) -> None:
     changes = treatment_changes([a.spec for a in arms])
     experiment = arms[0].spec.experiment_name if arms else hypothesis.experiment  # no arms: nothing applies
@@ -77,7 +78,7 @@ def log_plan(tracker, parent_id: str, hypothesis: "Hypothesis", hypothesis_file:
         tracker.log_params(arm.run_id, params)
 
 
-def upload_arm(tracker, run_id: str, arm_dir: Path) -> None:  # noqa: ANN001
+def upload_arm(tracker: Tracker, run_id: str, arm_dir: Path) -> None:
     """An ended arm's files: the samples table, diagnostics artifacts, its spec, log, events and traceback."""
     artifacts = arm_dir / "artifacts"
     samples = artifacts / "samples.json"
@@ -94,7 +95,7 @@ def upload_arm(tracker, run_id: str, arm_dir: Path) -> None:  # noqa: ANN001
         tracker.log_artifact(run_id, arm_dir / name)
 
 
-def log_outcome(tracker, parent_id: str, arms: list["ArmState"], verdict: "Verdict", out_root: Path) -> None:  # noqa: ANN001
+def log_outcome(tracker: Tracker, parent_id: str, arms: list["ArmState"], verdict: "Verdict", out_root: Path) -> None:
     from hypotrack.run.lifecycle import MLFLOW_STATUS
     from hypotrack.run.plots import reward_curves
 
@@ -268,7 +269,7 @@ def compared_metrics(verdict: "Verdict") -> dict[str, list[str]]:
 # ------------------------------------------------------------------ what an arm trained on
 
 
-def log_training_inputs(tracker, run_id: str, spec: "ArmSpec", event: dict[str, Any]) -> None:  # noqa: ANN001
+def log_training_inputs(tracker: Tracker, run_id: str, spec: "ArmSpec", event: dict[str, Any]) -> None:
     """The arm's training data as an MLflow dataset input, and the folder its model was loaded from."""
     if spec.command:  # the script loads its own data: the command that did is its source
         import shlex

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
@@ -31,6 +32,10 @@ from hypotrack.spec.loader import Library, load_experiment, resolve_experiment_p
 from hypotrack.spec.models import Overrides
 from hypotrack.toy.faults import FAULTS, SIGNATURE_STEPS
 from hypotrack.verdict import Verdict, decide, not_applicable
+
+if TYPE_CHECKING:
+    from hypotrack.registry import Registry
+    from hypotrack.tracking import Tracker
 
 CLEAN = "clean"
 COMPACT_STEPS = 3  # the compact selftest: most signatures are visible from the first steps
@@ -132,7 +137,7 @@ def plan(library: Library, rows: list[Row], hypotheses: list[str], seeds: list[i
     return cells, unmet
 
 
-def _experiment(library: Library, name: str):  # noqa: ANN202 - (Experiment, Path)
+def _experiment(library: Library, name: str):
     if name in library.experiments:
         return library.experiments[name], library.experiment_files[name]
     path = resolve_experiment_path(name, library.project)
@@ -142,7 +147,7 @@ def _experiment(library: Library, name: str):  # noqa: ANN202 - (Experiment, Pat
     return experiment, path
 
 
-def run_selftest(library: Library, registry, tracker, out_dir: Path, rows: list[Row], hypotheses: list[str],  # noqa: ANN001
+def run_selftest(library: Library, registry: Registry, tracker: Tracker, out_dir: Path, rows: list[Row], hypotheses: list[str],
                  seeds: list[int], max_steps: int | None, parallel: int,
                  display: Callable[[list[ArmState]], None] | None = None) -> SelftestResult:
     from hypotrack.registry import store

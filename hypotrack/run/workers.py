@@ -13,16 +13,19 @@ import json
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec, Event, EventTail
-from hypotrack.run import launchers
+from hypotrack.run import launchers, signals
 from hypotrack.run.records import INTERESTING_GRPO, log_training_inputs, upload_arm
-from hypotrack.run import signals
 from hypotrack.run.signals import check_stop
+
+if TYPE_CHECKING:
+    from hypotrack.tracking import Tracker
 
 STOP_GRACE_SECONDS = 20
 
@@ -60,7 +63,7 @@ class ArmState:
 Display = Callable[[list[ArmState]], None]
 
 
-def run_workers(arms: list[ArmState], launch: launchers.LaunchOptions | str, parallel: int, tracker,  # noqa: ANN001
+def run_workers(arms: list[ArmState], launch: launchers.LaunchOptions | str, parallel: int, tracker: Tracker,
                 display: Display | None) -> None:
     """Run at most ``parallel`` workers at a time until every arm ended; raises Stop on SIGINT/SIGTERM,
     after stopping the workers."""
@@ -74,7 +77,7 @@ def run_workers(arms: list[ArmState], launch: launchers.LaunchOptions | str, par
         launcher.close()
 
 
-def _schedule(arms: list[ArmState], launcher: launchers.Launcher, parallel: int, tracker,  # noqa: ANN001
+def _schedule(arms: list[ArmState], launcher: launchers.Launcher, parallel: int, tracker: Tracker,
               display: Display | None) -> None:
     queue = list(arms)
     running: list[ArmState] = []
@@ -134,7 +137,7 @@ def _no_result(arm: ArmState, code: int) -> str:
     return f"the command exited with code {code}: {_log_tail(arm, 5)}"
 
 
-def stop_all(arms: list[ArmState], tracker) -> None:  # noqa: ANN001
+def stop_all(arms: list[ArmState], tracker: Tracker) -> None:
     """Stop every live worker (SIGTERM, or a Ray cancel), wait, then kill stragglers; record what came in."""
     signals.ignore()  # a second Ctrl-C while we clean up must not leave runs open
     live = [a for a in arms if a.process is not None and a.process.poll() is None]
@@ -154,7 +157,7 @@ def stop_all(arms: list[ArmState], tracker) -> None:  # noqa: ANN001
             arm.error = arm.error or "stopped"
 
 
-def drain(arm: ArmState, tracker) -> None:  # noqa: ANN001
+def drain(arm: ArmState, tracker: Tracker) -> None:
     if arm.tail is None:
         return
     for event in arm.tail.read():
@@ -164,16 +167,16 @@ def drain(arm: ArmState, tracker) -> None:  # noqa: ANN001
 # ------------------------------------------------------------------ one handler per event kind
 
 
-def _started(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+def _started(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
     arm.status = "running"
     tracker.set_tags(arm.run_id, {f"version.{k}": v for k, v in (event.get("versions") or {}).items()})
 
 
-def _phase(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+def _phase(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
     arm.phase = str(event.get("text", ""))
 
 
-def _config(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+def _config(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
     arm.phase = ""  # the trainer is built: training starts
     arm.configured = True
     grpo = event.get("grpo") or {}
@@ -184,11 +187,11 @@ def _config(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN
     log_training_inputs(tracker, arm.run_id, arm.spec, event)
 
 
-def _params(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+def _params(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
     tracker.log_params(arm.run_id, event.get("params") or {})
 
 
-def _metrics(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+def _metrics(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
     arm.phase = ""
     step = int(event.get("step", 0))
     metrics = event.get("metrics") or {}
@@ -200,17 +203,17 @@ def _metrics(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: AN
         arm.reward = float(metrics["reward"])
 
 
-def _reward_errors(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+def _reward_errors(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
     arm.reward_errors = dict(event.get("total") or {})
     tracker.set_tags(arm.run_id, {Tags.REWARD_ERRORS: json.dumps(event.get("first_message"))})
 
 
-def _warning(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+def _warning(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
     arm.warnings.append(str(event.get("message", "")))
     tracker.set_tags(arm.run_id, {Tags.WARNINGS: "\n".join(arm.warnings)[-5000:]})
 
 
-def _finished(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+def _finished(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
     # Final figures a trainer returns without streaming them (critic before/after parity,
     # parity probes) are logged once, at the last step.
     final = {k: v for k, v in (event.get("metrics") or {}).items()
@@ -222,12 +225,12 @@ def _finished(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: A
     arm.status = "finished"
 
 
-def _failed(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+def _failed(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
     arm.status, arm.error = "failed", str(event.get("error", "failed"))
     tracker.set_tags(arm.run_id, {Tags.ERROR: arm.error[:5000]})
 
 
-def _killed(arm: ArmState, event: dict[str, Any], tracker) -> None:  # noqa: ANN001
+def _killed(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
     arm.status, arm.error = "killed", str(event.get("reason", "killed"))
 
 
@@ -246,7 +249,7 @@ def _log_tail(arm: ArmState, lines: int = 3) -> str:
     return " | ".join(tail)[-150 * lines:] or "empty log"
 
 
-def series_by_arm(arms: list[ArmState]):  # noqa: ANN201 - verdict.Series
+def series_by_arm(arms: list[ArmState]):
     """arm -> seed -> metric -> [(step, value)] for the arms that finished (what the verdict reads)."""
     series: dict[str, dict[int, dict[str, list[tuple[int, float]]]]] = {}
     for arm in arms:
