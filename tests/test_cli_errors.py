@@ -14,7 +14,6 @@ import re
 import shutil
 import socket
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
@@ -513,8 +512,7 @@ CORPUS = [
 @pytest.fixture(scope="module")
 def baseline_registry(tmp_path_factory) -> Path:
     """A registry with some history in it, copied for every case."""
-    from hypotrack.registry import open_registry
-    from hypotrack.registry import store
+    from hypotrack.registry import open_registry, store
 
     path = tmp_path_factory.mktemp("baseline") / "registry.db"
     registry = open_registry(f"sqlite:///{path}")

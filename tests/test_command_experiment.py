@@ -13,7 +13,6 @@ import signal
 from pathlib import Path
 
 import pytest
-
 from runner_support import alive, cli, env_for, mlflow_runs, registry_rows, start_cli, wait_for_step
 
 SCRIPT_DIR = Path(__file__).parent / "user_script"
@@ -57,7 +56,7 @@ def test_both_arms_train_through_the_users_command_and_the_verdict_is_recorded(t
     for run in arms.values():  # TRL's own keys, the task reward by role, and the hypothesis's hooks inside
         assert {"reward", "task_reward", "rewards/sum_correct/mean", "diag/advantages/near_zero_std_abs_adv_max"} \
             <= set(run.data.metrics)
-    configs = {p.parent.name: json.loads(next(l for l in p.read_text().splitlines() if '"config"' in l))
+    configs = {p.parent.name: json.loads(next(line for line in p.read_text().splitlines() if '"config"' in line))
                for p in (tmp_path / "outputs").glob("*/*/events.jsonl")}
     assert {c["grpo"]["scale_rewards"] for name, c in configs.items() if name.startswith("treatment")} == {"none"}
     assert {c["grpo"]["scale_rewards"] for name, c in configs.items() if name.startswith("control")} == {"group"}

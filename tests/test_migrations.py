@@ -6,15 +6,14 @@ The round trip and the drift check run on SQLite and on PostgreSQL.
 from __future__ import annotations
 
 import pytest
-
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 
-from hypotrack.registry import open_registry
 from hypotrack.registry import engine as engine_mod
+from hypotrack.registry import open_registry
 from hypotrack.registry.models import Base
 
 TABLES = {"hypothesis_state", "status_change", "test_run", "note"}

@@ -254,12 +254,11 @@ def test_a_5000_step_log_takes_under_2_s_and_imports_no_training_stack(cli_env, 
     The floor (click, pydantic, PyYAML, SQLAlchemy and rich, measured here) moves with the machine's
     load, as in test_cli_imports.py; on an idle machine the limit is the issue's 2 s.
     """
+    import importlib.util
     import statistics
     import subprocess
     import sys
     import time
-
-    import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_cli", Path(__file__).parent / "tools" / "bench_cli.py")
     bench = importlib.util.module_from_spec(spec)

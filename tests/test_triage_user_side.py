@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from tools.triage_holdout import FIXTURE, summary, triage_fixture
 
 

@@ -44,7 +44,7 @@ def run_script(tmp_path: Path, toy_cache: Path, *args: str, expect_rc: int = 0,
     return results, done.stderr
 
 
-def latest_triage(tmp_path: Path):  # noqa: ANN201
+def latest_triage(tmp_path: Path):
     from hypotrack.registry import open_registry
     from hypotrack.registry.queries import latest_triage as latest
 

@@ -57,7 +57,7 @@ def install() -> None:
 class _GRPOModuleFinder(importlib.abc.MetaPathFinder):
     """Lets TRL's GRPO module load as usual, then wraps its GRPOTrainer before anyone can use it."""
 
-    def find_spec(self, name: str, path: Any = None, target: Any = None):  # noqa: ANN201
+    def find_spec(self, name: str, path: Any = None, target: Any = None):
         if name != GRPO_MODULE:
             return None
         sys.meta_path.remove(self)  # once: the module is imported once per process
@@ -123,7 +123,7 @@ def _wrap_train(trainer: Any, callback: Any) -> None:
     events, started = _session.events, _session.started
     train = trainer.train
 
-    def hypotrack_train(*args: Any, **kwargs: Any):  # noqa: ANN202 - whatever the trainer's train returns
+    def hypotrack_train(*args: Any, **kwargs: Any):  # whatever the trainer's train returns
         try:
             result = train(*args, **kwargs)
         except KeyboardInterrupt:

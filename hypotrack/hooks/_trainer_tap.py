@@ -29,7 +29,7 @@ WRAPPED_METHODS = ("_calculate_rewards", "_generate_and_score_completions", "_ge
                    "_compute_loss")
 
 
-def record_into(trainer: Any):  # noqa: ANN201 - a hookset.Record
+def record_into(trainer: Any):  # a hookset.Record
     """Append a metric to TRL's buffer of the trainer's current mode (logged and averaged with TRL's own)."""
     def record(key: str, value: float) -> None:
         trainer._metrics["train" if trainer.model.training else "eval"][key].append(value)
@@ -51,7 +51,7 @@ class TrainerTap:
 
     # ----------------------------------------------------------------- rollouts
 
-    def rewards_scored(self, trainer: Any, inputs, prompts, completions, rewards_per_func: torch.Tensor) -> None:  # noqa: ANN001
+    def rewards_scored(self, trainer: Any, inputs, prompts, completions, rewards_per_func: torch.Tensor) -> None:
         self.scored = {"inputs": inputs, "prompts": prompts, "completions": completions,
                        "rewards_per_func": local_rows(trainer, rewards_per_func.detach(), len(prompts))}
 
@@ -146,18 +146,18 @@ class TapCallback(TrainerCallback):
     def __init__(self, hookset: HookSet, trainer: Any = None) -> None:
         self.hookset, self.trainer = hookset, trainer
 
-    def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_train_begin(self, args, state, control, **kwargs):
         self.hookset.train_begin(step_context(self.trainer))
 
-    def on_pre_optimizer_step(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_pre_optimizer_step(self, args, state, control, **kwargs):
         if self.hookset.wants("on_before_optimizer_step"):
             self.hookset.before_optimizer_step(step_context(self.trainer))
 
-    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_step_end(self, args, state, control, **kwargs):
         if self.hookset.wants("on_step_end"):
             self.hookset.step_end(step_context(self.trainer))
 
-    def on_train_end(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_train_end(self, args, state, control, **kwargs):
         self.hookset.train_end(step_context(self.trainer))
         self.hookset.close()
 
@@ -170,12 +170,12 @@ def instrument(trainer: Any, tap: TrainerTap) -> None:
     """
     cls_method = {name: getattr(trainer, name) for name in WRAPPED_METHODS}
 
-    def _calculate_rewards(inputs, prompts, completions, completion_ids_list):  # noqa: ANN001
+    def _calculate_rewards(inputs, prompts, completions, completion_ids_list):
         rewards = cls_method["_calculate_rewards"](inputs, prompts, completions, completion_ids_list)
         tap.rewards_scored(trainer, inputs, prompts, completions, rewards)
         return rewards
 
-    def _generate_and_score_completions(inputs):  # noqa: ANN001
+    def _generate_and_score_completions(inputs):
         output = cls_method["_generate_and_score_completions"](inputs)
         tap.rollout(trainer, tap.take_scored(), output)
         return output
@@ -185,7 +185,7 @@ def instrument(trainer: Any, tap: TrainerTap) -> None:
         tap.logps_computed(result)
         return result
 
-    def _compute_loss(model, inputs):  # noqa: ANN001
+    def _compute_loss(model, inputs):
         tap.begin_loss()
         loss = cls_method["_compute_loss"](model, inputs)
         tap.end_loss(trainer, inputs, loss)

@@ -33,7 +33,7 @@ def reading(registry: Registry) -> Iterator[Any]:
         raise RegistryError(f"cannot read the registry {registry.shown_url}: {reason(exc)}") from None
 
 
-def fetch(registry: Registry, query) -> list[Row]:  # noqa: ANN001
+def fetch(registry: Registry, query) -> list[Row]:
     with reading(registry) as conn:
         return list(conn.execute(query))
 

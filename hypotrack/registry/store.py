@@ -19,16 +19,16 @@ import os
 import random
 import time
 import uuid
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 
+from ..spec.vocabulary import RUN_STATES, STATUSES
 from .engine import Registry, RegistryError, reason, sqlite_path
 from .models import HypothesisState, Note, StatusChange, TestRun, utcnow
 from .processes import hostname, process_start
-from ..spec.vocabulary import RUN_STATES, STATUSES
-
 
 # SQLSTATEs that mean "run the transaction again": serialization_failure, deadlock_detected,
 # unique_violation (two writers inserting the same hypothesis row; the retry finds it).
@@ -102,7 +102,7 @@ def set_status(
         raise UnknownStatus(f"unknown status {status!r} (one of {', '.join(STATUSES)})")
     who = who or actor()
 
-    def write(session) -> StatusChange:  # noqa: ANN001
+    def write(session) -> StatusChange:
         state = _state(session, hypothesis_id)
         change = StatusChange(
             hypothesis_id=hypothesis_id, from_status=state.status, to_status=status, confidence=confidence,
@@ -116,7 +116,7 @@ def set_status(
 
 
 def add_note(registry: Registry, hypothesis_id: str, text: str, who: str | None = None) -> Note:
-    def write(session) -> Note:  # noqa: ANN001
+    def write(session) -> Note:
         note = Note(hypothesis_id=hypothesis_id, text=text, author=who or actor(), at=utcnow())
         session.add(note)
         return note
@@ -131,7 +131,7 @@ def start_test_run(
     """Record the run and move the hypothesis to `testing`, remembering where it was."""
     pid = os.getpid()
 
-    def write(session) -> TestRun:  # noqa: ANN001
+    def write(session) -> TestRun:
         state = _state(session, hypothesis_id)
         run = TestRun(
             id=uuid.uuid4().hex[:12], hypothesis_id=hypothesis_id, experiment=experiment, arms=arms, seeds=seeds,
@@ -151,7 +151,7 @@ def start_test_run(
     return _transaction(registry, write)
 
 
-def _status_before_testing(session, state) -> str:  # noqa: ANN001
+def _status_before_testing(session, state) -> str:
     """Where the hypothesis was before any test of it started.
 
     A second test started while another runs finds it `testing`; remembering that would leave it
@@ -169,7 +169,7 @@ def _status_before_testing(session, state) -> str:  # noqa: ANN001
 
 def attach_mlflow(registry: Registry, test_run_id: str, parent_run_id: str | None = None,
                   run_ids: dict[str, str] | None = None) -> None:
-    def write(session) -> None:  # noqa: ANN001
+    def write(session) -> None:
         run = session.get(TestRun, test_run_id, with_for_update=ROW_LOCK)
         if parent_run_id:
             run.mlflow_parent_run_id = parent_run_id
@@ -192,7 +192,7 @@ def finish_test_run(
     if state not in RUN_STATES or state == "running":
         raise ValueError(f"cannot finish a test run as {state!r}")
 
-    def write(session) -> None:  # noqa: ANN001
+    def write(session) -> None:
         run = session.get(TestRun, test_run_id, with_for_update=ROW_LOCK)
         if run is None or run.state != "running":
             return  # already reconciled by someone else
@@ -223,7 +223,7 @@ def finish_test_run(
 
 
 def mark_mlflow_closed(registry: Registry, test_run_id: str) -> None:
-    def write(session) -> None:  # noqa: ANN001
+    def write(session) -> None:
         run = session.get(TestRun, test_run_id, with_for_update=ROW_LOCK)
         if run is not None:
             run.mlflow_closed = 1
@@ -238,7 +238,7 @@ def record_triage(registry: Registry, *, source: str, source_kind: str, threshol
 
     triage_id = uuid.uuid4().hex[:12]
 
-    def write(session) -> str:  # noqa: ANN001
+    def write(session) -> str:
         session.execute(tables.triage.insert().values(
             id=triage_id, source=source, source_kind=source_kind, threshold=threshold, ranking=ranking,
             report=report, actor=who or actor(), at=utcnow()))

@@ -38,10 +38,10 @@ class UserText(TypeDecorator):
     impl = Text
     cache_ok = True
 
-    def process_bind_param(self, value, dialect):  # noqa: ANN001, ANN201
+    def process_bind_param(self, value, dialect):
         return printable(value) if isinstance(value, str) else value
 
-    def process_result_value(self, value, dialect):  # noqa: ANN001, ANN201
+    def process_result_value(self, value, dialect):
         return printable(value) if isinstance(value, str) else value
 
 

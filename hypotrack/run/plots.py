@@ -35,7 +35,7 @@ def arm_means(arms: list["ArmState"], metric: str) -> dict[str, list[ArmPoint]]:
     return out
 
 
-def reward_curves(arms: list["ArmState"], metric: str = "reward"):  # noqa: ANN201 - a matplotlib Figure or None
+def reward_curves(arms: list["ArmState"], metric: str = "reward"):  # a matplotlib Figure or None
     """Mean over seeds per arm, with the min-max band across seeds."""
     import matplotlib
 

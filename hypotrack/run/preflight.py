@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from hypotrack.errors import HypotrackError, first_line
 from hypotrack.imports import import_object

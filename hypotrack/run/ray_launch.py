@@ -26,8 +26,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 from hypotrack.endpoints import unanswered
@@ -123,7 +124,7 @@ def _endpoint(address: str) -> tuple[str, int]:
     return parts.hostname, port
 
 
-def _connect(ray, address: str) -> None:  # noqa: ANN001
+def _connect(ray, address: str) -> None:
     """ray.init on a cluster, in a thread: its GCS client retries in native code that holds off Ctrl-C and
     SIGTERM for minutes, so the runner waits here, where a signal stops the test at once."""
     failure: list[BaseException] = []
@@ -151,7 +152,7 @@ def _connect(ray, address: str) -> None:  # noqa: ANN001
 class RayWorker:
     """The runner's end of one arm's task: pumps its stream into the arm folder."""
 
-    def __init__(self, ray, stream, arm_dir: Path, events_path: Path, log_path: Path) -> None:  # noqa: ANN001
+    def __init__(self, ray, stream, arm_dir: Path, events_path: Path, log_path: Path) -> None:
         self.ray, self.stream = ray, stream
         self.arm_dir, self.events_path, self.log_path = arm_dir, events_path, log_path
         self.code: int | None = None

@@ -14,7 +14,7 @@ from typing import Any
 from hypotrack.watch.select import load_library
 
 
-def record_run(session: Any, trainer: Any) -> tuple[Any, str]:  # noqa: ANN401 - a Watch, a GRPOTrainer
+def record_run(session: Any, trainer: Any) -> tuple[Any, str]:  # a Watch, a GRPOTrainer
     """(the TriageReport, the registry's triage id) of the run ``trainer`` just ended."""
     from hypotrack.registry import open_registry, store
     from hypotrack.triage import triage
@@ -39,5 +39,5 @@ def record_run(session: Any, trainer: Any) -> tuple[Any, str]:  # noqa: ANN401 -
     return report, triage_id
 
 
-def _failure(failure: Any) -> dict[str, Any]:  # noqa: ANN401 - a GateFailure
+def _failure(failure: Any) -> dict[str, Any]:  # a GateFailure
     return {"gate": failure.gate, "hypothesis": failure.hypothesis, "step": failure.step, "message": failure.message}

@@ -27,5 +27,5 @@ if os.environ.get("HYPOTRACK_COMMAND_SPEC"):
 
         install()
     except Exception as exc:  # noqa: BLE001 - never break the user's command: say why and run it plain
-        print(f"hypotrack: could not instrument this command: {exc}", file=sys.stderr)
+        print(f"hypotrack: could not instrument this command: {exc}", file=sys.stderr)  # noqa: T201 - no logger is set up yet
 _chain()
