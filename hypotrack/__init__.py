@@ -9,9 +9,14 @@ __version__ = "0.1.0"
 _LAZY = {"watch": "hypotrack.watch", "HypotrackCallback": "hypotrack.watch"}
 
 
-def __getattr__(name: str):  # noqa: ANN202 - PEP 562: the torch-importing API loads when it is asked for
+def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        # Importing the subpackage hypotrack.watch made the package attribute `watch` that module; the
+        # function takes the name back, so a second `hypotrack.watch(...)` and `from hypotrack import watch`
+        # get the function too (the module itself is callable as well, for scripts that imported it first).
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'hypotrack' has no attribute {name!r}")

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -38,7 +39,7 @@ def layer_of(name: str) -> str:
 
 def unwrap(model: Any) -> Any:
     """The module underneath DDP/accelerate wrappers (`.module`)."""
-    while hasattr(model, "module") and isinstance(getattr(model, "module"), torch.nn.Module):
+    while hasattr(model, "module") and isinstance(model.module, torch.nn.Module):
         model = model.module
     return model
 
@@ -50,6 +51,22 @@ def lora_layers(model: Any) -> Iterator[tuple[str, Any]]:
             getattr(mod, "lora_B", None), torch.nn.ModuleDict
         ):
             yield name, mod
+
+
+def policy_adapters(model: Any) -> set[str] | None:
+    """The names of the adapters the policy runs with (PEFT's active adapters), None when the model does not say.
+
+    A PeftModel passed to TRL with beta > 0 also holds TRL's frozen copy of the starting adapter, "ref", which
+    only the reference pass switches on: it is the reference, not an adapter of the policy."""
+    names = getattr(unwrap(model), "active_adapters", None)
+    if callable(names):  # transformers' PEFT integration has it as a method
+        try:
+            names = names()
+        except ValueError:  # no adapter loaded
+            return None
+    if isinstance(names, str):
+        return {names}
+    return set(names) if names else None
 
 
 def is_peft(model: Any) -> bool:
@@ -120,6 +137,19 @@ def some_group_varies(batch: Any) -> bool:
     if rewards.numel() < size or rewards.numel() % size:
         return bool(rewards.numel() > 1 and rewards.std() > 1e-8)
     return bool((rewards.view(-1, size).std(dim=1) > 1e-8).any())
+
+
+def trained_parameters(ctx: Any) -> list:
+    """The weights the optimizer updates (its parameter groups), else the model's trainable ones.
+
+    The two can part: PEFT's set_adapter marks the active adapter trainable again whenever TRL switches back
+    from its reference adapter, so weights the user froze require grad while the optimizer, built before,
+    never updates them. A gradient only trains what the optimizer holds."""
+    optimizer = getattr(getattr(ctx, "trainer", None), "optimizer", None)
+    groups = getattr(optimizer, "param_groups", None)
+    if groups:
+        return [p for group in groups for p in group["params"]]
+    return [p for p in unwrap(ctx.model).parameters() if p.requires_grad]
 
 
 def gradient_reach(params: list) -> tuple[float, float]:

@@ -45,7 +45,9 @@ class GateFailure:
         return f"gate {self.gate} failed at step {self.step} (points to {self.hypothesis}): {self.message}"
 
 
-GATE_NAMES = ("ratio", "ref_kl", "grad", "parity", "lora")
+# Each gate and the hypothesis its failure points to.
+GATE_HYPOTHESES = {"ratio": "h08", "ref_kl": "h18", "grad": "h19", "parity": "h14", "lora": "h06"}
+GATE_NAMES = tuple(GATE_HYPOTHESES)
 
 
 class GatesHook(DiagnosticHook):
@@ -175,13 +177,14 @@ class GatesHook(DiagnosticHook):
     def on_before_optimizer_step(self, ctx: StepContext) -> dict[str, float]:
         if not self.active:
             return {}
-        from hypotrack.hooks._util import gradient_reach, unwrap
+        from hypotrack.hooks._util import gradient_reach, trained_parameters
 
         # transformers clips before this event: the norm is the one the optimizer applies (0 stays 0)
-        share, norm = gradient_reach([p for p in unwrap(ctx.model).parameters() if p.requires_grad])
+        share, norm = gradient_reach(trained_parameters(ctx))
         if self._variance and not norm > 0.0:
-            where = ("no trainable adapter received a gradient (checkpointed layers whose inputs do not require "
-                     "grad, adapters that are not trained)" if self._peft else
+            where = ("no trained adapter received a gradient (checkpointed layers whose inputs do not require "
+                     "grad; adapters the optimizer does not update, such as B matrices frozen at zero, which also "
+                     "leave the A matrices without a gradient)" if self._peft else
                      "the loss does not reach the weights (checkpointed layers whose inputs do not require grad; "
                      "every loss token masked?)")
             self._fail("grad", "h19", ctx.step + 1,

@@ -23,7 +23,7 @@ class GradientFlowHook(DiagnosticHook):
     description = "h19: the share of trainable parameters the backward pass gave no gradient, on steps with reward variance"
     metrics = ("no_grad_share", "grad_norm")
 
-    def __init__(self, **settings) -> None:  # noqa: ANN003
+    def __init__(self, **settings) -> None:
         super().__init__(**settings)
         self._variance = False
 
@@ -34,10 +34,10 @@ class GradientFlowHook(DiagnosticHook):
         return {}
 
     def on_before_optimizer_step(self, ctx: StepContext) -> dict[str, float]:
-        from hypotrack.hooks._util import gradient_reach, unwrap
+        from hypotrack.hooks._util import gradient_reach, trained_parameters
 
         varied, self._variance = self._variance, False
-        params = [p for p in unwrap(ctx.model).parameters() if p.requires_grad]
+        params = trained_parameters(ctx)
         if not varied or not params:
             return {}
         share, norm = gradient_reach(params)

@@ -103,12 +103,13 @@ class LoraSyncHook(DiagnosticHook):
         The module walk is done once per model (cached); the scale is read live."""
         cached = self._adapter_cache
         if cached is None or cached[0] is not self._model:
-            from hypotrack.hooks._util import lora_layers
+            from hypotrack.hooks._util import lora_layers, policy_adapters
 
             found = []
+            policy = policy_adapters(self._model)  # walked at train begin, while the policy's adapters are on
             for lname, layer in lora_layers(self._model):
                 for ad in layer.lora_A.keys():
-                    if ad not in layer.lora_B:
+                    if ad not in layer.lora_B or (policy is not None and ad not in policy):
                         continue
                     found.append((f"{lname}:{ad}", layer, ad))
             cached = self._adapter_cache = (self._model, found)
@@ -392,9 +393,9 @@ class LoraSyncHook(DiagnosticHook):
                 scales.append(s)
                 keys.append((key, Ap is not None))
                 self._prev[key] = (A.detach().clone(), B.detach().clone())
-        fin = lambda v: v if math.isfinite(v) else 0.0  # noqa: E731 - what f() does to one value
+        fin = lambda v: v if math.isfinite(v) else 0.0
         an, bn, dn, moved, zero_b, change = [], [], [], [], [], []
-        for s, (key, has_prev), r in zip(scales, keys, torch.stack(rows).tolist() if rows else []):
+        for s, (_key, has_prev), r in zip(scales, keys, torch.stack(rows).tolist() if rows else []):
             an.append(fin(r[0]))
             bn.append(fin(r[1]))
             dn.append(abs(s) * math.sqrt(max(fin(r[2]), 0.0)))
@@ -403,7 +404,7 @@ class LoraSyncHook(DiagnosticHook):
             if has_prev:
                 change.append(fin(r[5]) + fin(r[6]))
         n = len(an)
-        mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
+        mean = lambda xs: sum(xs) / len(xs) if xs else 0.0
         out.update(
             adapter_count=float(n),
             a_norm_mean=mean(an),

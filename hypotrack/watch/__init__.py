@@ -16,6 +16,23 @@ ends, is stopped by a gate, or crashes, the run is triaged and the ranking recor
 
 from __future__ import annotations
 
+import sys
+import types
+from typing import Any
+
 from hypotrack.watch.session import HypotrackCallback, Watch, watch
+
+
+class _CallableModule(types.ModuleType):
+    """This package answers to ``hypotrack.watch(trainer)`` like the function of the same name.
+
+    Python sets the attribute ``hypotrack.watch`` to this package whenever it is first imported (``import
+    hypotrack.watch.session`` included), which would shadow the function; calling the package calls it."""
+
+    def __call__(self, trainer: Any, *args: Any, **kwargs: Any) -> Watch:
+        return watch(trainer, *args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = ["HypotrackCallback", "Watch", "watch"]

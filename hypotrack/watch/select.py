@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from hypotrack.errors import HypotrackError
 
@@ -11,7 +12,7 @@ ALL = "all"
 
 
 def hook_plan(hypotheses: Iterable[str] | str | None, hooks: Iterable[Any] | str | None, gates: bool,
-              library: Any = None) -> tuple[list[str], dict[str, dict[str, Any]]]:  # noqa: ANN401 - a spec.Library
+              library: Any = None) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """(hook names in order, settings per hook): the gates first, then the hypotheses' hooks, then ``hooks``.
 
     ``hypotheses`` and ``hooks`` take a list of ids / names, or "all"."""
@@ -41,9 +42,30 @@ def hook_plan(hypotheses: Iterable[str] | str | None, hooks: Iterable[Any] | str
     return list(dict.fromkeys(names)), settings
 
 
-def load_library():  # noqa: ANN201 - a spec.Library
+def stop_names(stop_on: Iterable[str] | str | None, gates: bool) -> set[str]:
+    """What ``stop_on`` stops on, checked: "gates", a gate's name, or the hypothesis a gate points to.
+
+    A name no gate answers to would never stop anything, so it is refused (a typo such as "gate" included)."""
+    from hypotrack.hooks.gates import GATE_HYPOTHESES
+
+    names = set(_as_list(stop_on))
+    if names and not gates:
+        raise HypotrackError(f"watch(stop_on={sorted(names)}) with gates=False: only the gates stop training; "
+                             "leave gates on or drop stop_on")
+    known = {GATES, *GATE_HYPOTHESES, *GATE_HYPOTHESES.values()}
+    unknown = sorted(name for name in names if name not in known)
+    if unknown:
+        listed = ", ".join(f"{gate} ({hypothesis})" for gate, hypothesis in GATE_HYPOTHESES.items())
+        raise HypotrackError(f"watch(stop_on=...): {', '.join(map(repr, unknown))} names no gate, so it would never "
+                             f"stop training; stop_on takes \"gates\" (any gate), a gate's name or the hypothesis it "
+                             f"points to: {listed}")
+    return names
+
+
+def load_library():
     """The hypotheses the CLI would see from here (the shipped library plus the project's own)."""
-    from hypotrack.spec import Project, load_library as load
+    from hypotrack.spec import Project
+    from hypotrack.spec import load_library as load
 
     library = load(Project.locate())
     library.raise_if_problems()

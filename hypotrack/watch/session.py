@@ -12,14 +12,16 @@ from __future__ import annotations
 import inspect
 import logging
 import warnings
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from transformers import Trainer
 
-from hypotrack.hooks._trainer_tap import TapCallback, TrainerTap, instrument, record_into, step_context
+from hypotrack.errors import HypotrackError
+from hypotrack.hooks._trainer_tap import TapCallback, TrainerTap, instrument, record_into
 from hypotrack.hooks.gates import GateFailure, GatesHook
 from hypotrack.hooks.hookset import HookSet
-from hypotrack.watch.select import GATES, hook_plan
+from hypotrack.watch.select import GATES, hook_plan, stop_names
 
 logger = logging.getLogger("hypotrack.watch")
 
@@ -35,6 +37,7 @@ class Watch(TapCallback):
                  stop_on: Iterable[str] | str | None = None, gates: bool = True, task_reward: str | None = None,
                  reference_column: str | None = None, record: bool = True, registry: str | None = None,
                  hook_settings: dict[str, dict[str, Any]] | None = None) -> None:
+        self.stop_on = stop_names(stop_on, gates)
         names, settings = hook_plan(hypotheses, hooks, gates)
         for hook, values in (hook_settings or {}).items():
             settings.setdefault(hook, {}).update(values)
@@ -42,7 +45,6 @@ class Watch(TapCallback):
 
         super().__init__(HookSet(build_hooks(names, settings)))
         self.hook_names = names
-        self.stop_on = {stop_on} if isinstance(stop_on, str) else set(stop_on or ())
         self.task_reward, self.reference_column = task_reward, reference_column
         self.record, self.registry_url = record, registry
         self.gates: GatesHook | None = next((h for h in self.hookset if isinstance(h, GatesHook)), None)
@@ -59,6 +61,7 @@ class Watch(TapCallback):
         """Instrument ``trainer`` (once); `watch()` and `HypotrackCallback` call this."""
         if self.trainer is trainer:
             return self
+        _check_trainer(trainer)
         if getattr(trainer, "_hypotrack_watch", None) is not None:
             raise ValueError("this trainer is already watched by hypotrack")
         self.trainer = trainer
@@ -71,19 +74,19 @@ class Watch(TapCallback):
         _wrap_train(trainer, self)
         return self
 
-    def on_init_end(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_init_end(self, args, state, control, **kwargs):
         """As `HypotrackCallback` in ``callbacks=[...]``: transformers hands callbacks the model, not the
         trainer, so the trainer is found as the `self` of the Trainer.__init__ that fires this event."""
         if self.trainer is None:
             self.attach(_calling_trainer())
 
-    def on_train_begin(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_train_begin(self, args, state, control, **kwargs):
         self.tap.task_index = _task_index(self.trainer, self.task_reward)  # GRPOTrainer has its reward functions now
         super().on_train_begin(args, state, control, **kwargs)
 
     # ----------------------------------------------------------------- gates
 
-    def on_step_end(self, args, state, control, **kwargs):  # noqa: ANN001
+    def on_step_end(self, args, state, control, **kwargs):
         super().on_step_end(args, state, control, **kwargs)
         # Gates report during their first steps and the rollout after them; the check is a collective under
         # accelerate, so every process makes it at the same steps, whatever its own gates found.
@@ -137,6 +140,26 @@ def watch(trainer: Any, hypotheses: Iterable[str] | str | None = None, hooks: It
     (False: none), task_reward, reference_column, record (False: no registry record), registry (URL).
     """
     return Watch(hypotheses, hooks, stop_on, **options).attach(trainer)
+
+
+def _check_trainer(trainer: Any) -> None:
+    """A GRPOTrainer (TRL's or a subclass, the user's own included) is what watch instruments; anything else is
+    refused with what was passed and what to pass instead."""
+    from hypotrack.hooks._trainer_tap import WRAPPED_METHODS
+
+    if isinstance(trainer, Trainer) and all(callable(getattr(trainer, name, None)) for name in WRAPPED_METHODS):
+        return
+    kind = type(trainer).__name__
+    import torch
+
+    if isinstance(trainer, torch.nn.Module):
+        hint = (f"{kind} is a model: build the GRPOTrainer with it (GRPOTrainer(model=...)) and pass the trainer, "
+                "hypotrack.watch(trainer)")
+    elif isinstance(trainer, Trainer):
+        hint = f"{kind} is a transformers Trainer without GRPO's rollouts: hypotrack watches GRPO training only"
+    else:
+        hint = f"got an instance of {kind}"
+    raise HypotrackError(f"hypotrack.watch takes a trl GRPOTrainer (or a subclass of it): {hint}")
 
 
 def _wrap_train(trainer: Any, session: Watch) -> None:
