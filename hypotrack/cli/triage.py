@@ -20,40 +20,64 @@ from hypotrack.cli.context import Context, pass_ctx
                    "first listed].")
 @click.option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", metavar="URI",
               help="MLflow store of an MLflow run SOURCE [env MLFLOW_TRACKING_URI; default: MLflow's].")
+@click.option("--run", "run_name", metavar="NAME",
+              help="Triage only this run of a SOURCE that holds several (a W&B export, a TensorBoard folder) "
+                   "[every run, one report each].")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
 @pass_ctx
-def triage(ctx: Context, source: str, task_reward: str | None, tracking_uri: str | None, as_json: bool) -> None:
+def triage(ctx: Context, source: str, task_reward: str | None, tracking_uri: str | None, run_name: str | None,
+           as_json: bool) -> None:
     """Rank the hypotheses on a run you already have, before training anything.
 
-    SOURCE is an MLflow run id or runs:/<id> URI, a training output folder (its trainer_state.json,
-    or the newest checkpoint's), a trainer_state.json, or a CSV with a step column and one column per
-    metric. Each hypothesis's `triage:` signatures are read on the run's own metrics (TRL's keys,
-    the reward functions by role); the ranking is recorded in the registry, and `hypotrack next`
-    starts from its strongest unresolved suspect.
+    SOURCE is what the run left: a training output folder (its trainer_state.json, or the newest
+    checkpoint's, else its TensorBoard event files), a trainer_state.json, TensorBoard event files or
+    their folder, the console log the Trainer printed (or verl's), a tracker's CSV export (W&B's,
+    with several runs: one report each), JSON records (JSONL), or an MLflow run id or runs:/<id> URI.
+    A training_args.bin beside the log adds the run's settings. The report says first whether the
+    run learns, is flat or gets worse on its task reward; then each hypothesis's `triage:`
+    signatures are read on the run's own metrics (TRL's, verl's and OpenRLHF's keys, the reward
+    functions by role). On a run that learns, a matching reading is listed as present but not
+    holding the run back, never as a suspect. The ranking is recorded in the registry, and
+    `hypotrack next` starts from its strongest unresolved suspect.
 
     \b
     Example:
         hypotrack triage outputs/grpo-run
         hypotrack triage runs:/0a1b2c3d4e5f60718293a4b5c6d7e8f9 --tracking-uri http://tracking:5000
         hypotrack triage wandb_export.csv --task-reward accuracy_reward --json
+        hypotrack triage runs/ --run Oct12_10-04-11_gpu1
+        hypotrack triage train.log
     """
     from hypotrack.registry import store
     from hypotrack.triage import triage as run_triage
+    from hypotrack.triage import triage_runs
 
-    report = run_triage(source, ctx.library().hypotheses, task_reward=task_reward, tracking_uri=tracking_uri)
+    hypotheses = ctx.library().hypotheses
+    if run_name is not None:
+        reports = [run_triage(source, hypotheses, task_reward=task_reward, tracking_uri=tracking_uri, run=run_name)]
+    else:
+        reports = triage_runs(source, hypotheses, task_reward=task_reward, tracking_uri=tracking_uri)
     registry = ctx.registry()
-    triage_id = store.record_triage(registry, source=report.source, source_kind=report.kind,
-                                    threshold=report.threshold, ranking=report.ranking_record(),
-                                    report=report.as_json())
+    recorded = [(store.record_triage(registry, source=report.source, source_kind=report.kind,
+                                     threshold=report.threshold, ranking=report.ranking_record(),
+                                     report=report.as_json()), report) for report in reports]
     if as_json:
-        click.echo(json.dumps({"id": triage_id, **report.as_json()}, indent=2))
+        documents = [{"id": triage_id, **report.as_json()} for triage_id, report in recorded]
+        if len(documents) > 1:  # one report per run, and what they say together at the top
+            documents = [{"source": source, "runs": documents, "steps": sum(d["steps"] for d in documents),
+                          "suspects": sorted({s for d in documents for s in d["suspects"]})}]
+        click.echo(json.dumps(documents[0], indent=2))
         return
-    _print(report, triage_id)
+    for position, (triage_id, report) in enumerate(recorded):
+        if position:
+            click.echo("\n" + "=" * 78 + "\n")
+        _print(report, triage_id)
 
 
-def _print(report, triage_id: str) -> None:  # noqa: ANN001 - a TriageReport
+def _print(report, triage_id: str) -> None:
     echo = click.echo
     echo(f"Triage of {report.source} ({report.kind}, {report.steps} logged steps)")
+    echo(f"  the run first: {report.progress.sentence()}")
     for said in report.assumed:
         echo(f"  assumed: {said}")
     if report.renamed:
@@ -72,7 +96,7 @@ def _print(report, triage_id: str) -> None:  # noqa: ANN001 - a TriageReport
     for entry in report.ranking:
         if entry.not_applicable:
             continue
-        mark = "  SUSPECT" if entry.suspect else ""
+        mark = "  SUSPECT" if entry.suspect else "  present, not holding the run back" if entry.present else ""
         echo(f"{entry.rank:>3}. {entry.id} {entry.title} [{entry.priority}]  evidence {entry.evidence:+.2g}{mark}")
         for label, results in (("for", entry.supporting()), ("against", entry.contradicting())):
             for result in results:
@@ -99,6 +123,9 @@ def _print(report, triage_id: str) -> None:  # noqa: ANN001 - a TriageReport
         echo("\nTo decide the suspects:")
         for entry in suspects:
             echo(f"  {entry.command}")
+    elif any(entry.present for entry in report.ranking):
+        echo("\nNo suspect: the run learns on its task reward, so the readings above that match a signature are "
+             "present but not holding it back.")
     else:
         echo(f"\nNo hypothesis reaches evidence {report.threshold:g}: the logs point at no cause; "
              "`hypotrack next` keeps the roadmap's order.")

@@ -62,11 +62,19 @@ DERIVED_METRICS: dict[str, str] = {
     "aux_reward/task_correlation": "the weighted auxiliary rewards' correlation with the task reward over the "
                                    "step's completions, from reward_std and the functions' stds (with several "
                                    "auxiliary functions, taken as uncorrelated with each other)",
-    "prompts/tokens_per_step_cv": "run: the coefficient of variation of the tokens (prompt + completion) each "
-                                  "step consumed (num_tokens' increments): near 0 when every prompt has the same "
-                                  "length, as when a prompt budget cuts them all",
-    "kl/implied_coefficient": "run: the coefficient the logged kl enters the logged loss with (least squares of "
-                              "loss on kl through 0); about +beta for a correct KL term",
+    "prompts/tokens_per_step_cv": "run: the coefficient of variation of the prompt tokens each step consumed: "
+                                  "num_tokens' increments less the completions' part (fitted on "
+                                  "completions/mean_length; absent when completion lengths barely move and the "
+                                  "two cannot be told apart): near 0 when every prompt has the same length, as "
+                                  "when a prompt budget cuts them all",
+    "kl/first_step": "the kl logged at step 1 alone, before any update (absent when the first logged row averages "
+                     "several steps, logging_steps > 1): 0 when the reference is the starting policy",
+    "kl/early_rise": "run: the mean kl over the first three logged rows minus the first row's: how far the first "
+                     "updates moved the policy (a KL already there at step 1 does not rise)",
+    "kl/implied_coefficient": "run: the coefficient the logged kl enters the logged loss with: loss / kl at steps "
+                              "where every group tied (no policy term, so exactly the KL coefficient), else least "
+                              "squares of loss on kl through 0, kept only where it explains half the loss or more "
+                              "(kl/loss_fit >= 0.5); about +beta for a correct KL term",
     "ties/undercounted": "run: 1 when TRL's frac_reward_zero_std missed exact ties (a step whose completions all "
                          "scored the same, reward_std 0, logged fewer than all groups tied), else 0",
     "learning_rate/spent_early": "1 at a step whose logged learning rate is below 5% of its peak so far while a "

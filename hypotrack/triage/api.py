@@ -12,9 +12,10 @@ from .derived import add_derived, constant_auxiliary
 from .evaluate import SUSPECT_THRESHOLD, Ranked, rank
 from .expected import Requirement, expected_readings, requirements
 from .keys import canonical, reward_functions
+from .progress import LEARNING, Progress, run_progress
 from .roles import assign_roles
 from .runlog import RunLog
-from .sources import read_source
+from .sources import pick_run, read_runs
 
 
 @dataclass
@@ -34,6 +35,9 @@ class TriageReport:
     # What the log itself says before any hypothesis is weighed: values that became infinite or NaN (the run
     # diverged), steps logged twice, too few steps to rank on.
     findings: list[str] = field(default_factory=list)
+    # The run first: learning, flat or getting worse on its task reward, before any hypothesis.
+    progress: Progress = field(default_factory=lambda: Progress("unknown", why="not read"))
+    run: str = ""  # the run's name, where the source holds several
 
     def suspects(self) -> list[Ranked]:
         return [entry for entry in self.ranking if entry.suspect]
@@ -49,12 +53,13 @@ class TriageReport:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "source": self.source, "kind": self.kind, "steps": self.steps, "threshold": self.threshold,
-            "findings": self.findings,
+            "source": self.source, "kind": self.kind, "run": self.run or None, "steps": self.steps,
+            "threshold": self.threshold, "progress": self.progress.as_json(), "findings": self.findings,
             "reward_functions": self.reward_functions, "assumed": self.assumed, "expected": self.expected,
             "requirements": {word: {"met": r.met, "why": r.why} for word, r in self.requirements.items()},
             "renamed_keys": self.renamed, "ignored_keys": self.ignored,
             "suspects": [e.id for e in self.suspects()],
+            "present_not_holding_back": [e.id for e in self.ranking if e.present],
             "ranking": [e.as_json() for e in self.ranking], "without_triage": self.unranked,
         }
 
@@ -62,7 +67,7 @@ class TriageReport:
 MIN_RANK_STEPS = 2  # the fewest logged steps triage ranks on
 
 
-def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) -> TriageReport:  # noqa: ANN001
+def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) -> TriageReport:
     """Rank ``hypotheses`` (id -> Hypothesis) on an already-read run."""
     named = canonical(log)
     run = named.log
@@ -86,14 +91,25 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
         ranking, unranked = [], []
     else:
         ranking, unranked = rank(run, hypotheses, needs)
+    progress = run_progress(run)
+    if progress.state == LEARNING:
+        for entry in ranking:
+            entry.not_holding_back = "the run learns on its task reward"
     return TriageReport(source=log.source, kind=log.kind, steps=steps, reward_functions=functions,
                         assumed=roles.assumed, ranking=ranking, unranked=unranked,
                         expected=expected_readings(run), requirements=needs, renamed=named.renamed,
-                        ignored=named.ignored, findings=findings)
+                        ignored=named.ignored, findings=findings, progress=progress, run=log.run)
 
 
-def triage(source: str, hypotheses: dict, task_reward: str | None = None,  # noqa: ANN001
-           tracking_uri: str | None = None) -> TriageReport:
-    """Read ``source`` (an MLflow run id or runs:/ URI, a training output folder, a trainer_state.json or a
-    CSV) and rank ``hypotheses`` on it."""
-    return triage_log(read_source(source, tracking_uri), hypotheses, task_reward)
+def triage(source: str, hypotheses: dict, task_reward: str | None = None,
+           tracking_uri: str | None = None, run: str | None = None) -> TriageReport:
+    """Read ``source`` (an MLflow run id or runs:/ URI, a training output folder, a trainer_state.json,
+    TensorBoard event files, a console log, JSON records or a CSV) and rank ``hypotheses`` on it; ``run`` names
+    one run of a source that holds several."""
+    return triage_log(pick_run(read_runs(source, tracking_uri), source, run), hypotheses, task_reward)
+
+
+def triage_runs(source: str, hypotheses: dict, task_reward: str | None = None,
+                tracking_uri: str | None = None) -> list[TriageReport]:
+    """One report per run ``source`` holds (a W&B export or a TensorBoard folder may hold several)."""
+    return [triage_log(log, hypotheses, task_reward) for log in read_runs(source, tracking_uri)]

@@ -93,7 +93,7 @@ class TriageAccuracy:
 
 
 def triage_accuracy(runs: dict[str, list[tuple[str, dict[str, Points], str | None]]], expected: dict[str, str],
-                    hypotheses: dict) -> TriageAccuracy:  # noqa: ANN001
+                    hypotheses: dict) -> TriageAccuracy:
     """``runs``: row -> [(run label, arm series, its task reward function's name)]; ``expected``: row -> the
     hypothesis its fault imitates (rows without one are clean). Every run is triaged on its plain TRL keys,
     told which function is the task reward as a user would say it with --task-reward."""
@@ -112,7 +112,7 @@ def triage_accuracy(runs: dict[str, list[tuple[str, dict[str, Points], str | Non
     return result
 
 
-def selftest_runs(rows, cells: dict, series_of) -> dict[str, list[tuple[str, dict[str, Points], str | None]]]:  # noqa: ANN001
+def selftest_runs(rows, cells: dict, series_of) -> dict[str, list[tuple[str, dict[str, Points], str | None]]]:
     """The self-test's control arms to triage: for a fault row, its own hypothesis's runs (else the row's first
     trained run); for a clean row, every distinct one. ``series_of(spec)`` is the series the arm logged."""
     out: dict[str, list[tuple[str, dict[str, Points], str | None]]] = {}
@@ -132,7 +132,7 @@ def selftest_runs(rows, cells: dict, series_of) -> dict[str, list[tuple[str, dic
     return out
 
 
-def task_reward_name(spec) -> str | None:  # noqa: ANN001 - an ArmSpec
+def task_reward_name(spec) -> str | None:
     """The name TRL logs the arm's task reward function under (rewards/<name>/mean)."""
     rewards = list(getattr(spec, "rewards", None) or [])
     index = getattr(spec, "task_reward_index", 0) or 0

@@ -20,6 +20,16 @@ FLAT_STD = 1e-6
 # A reward whose per-step estimate of its passing score varies less than this (relative std) is two-valued:
 # TRL's std is the sample std (n - 1), which moves the estimate by a few percent at batch sizes of 16-32.
 PASS_VALUE_CV = 0.05
+# The KL coefficient fitted from loss and kl is kept only when the KL term explains this share of the loss (R^2).
+KL_FIT_MIN = 0.5
+# Completion lengths that vary less than this (relative std) cannot be told apart from prompt tokens in num_tokens.
+COMPLETION_CV_MIN = 0.01
+# kl/early_rise reads this many first logged rows.
+EARLY_ROWS = 3
+# A reader that could not tell the logged steps' numbers (a console log without them) sets this param.
+STEPS_ASSUMED = "steps_assumed"
+# Below this kl a tied step's loss / kl is float32 noise over noise.
+KL_EXACT_MIN = 1e-6
 
 
 def _by_step(log: RunLog, name: str) -> dict[int, float]:
@@ -36,7 +46,11 @@ def add_derived(log: RunLog, roles: Roles) -> None:
     if roles.task is not None:
         _task_reward(log, roles)
         _auxiliary(log, roles)
+    elif log.series.get("reward"):  # one reward, logged whole (verl, OpenRLHF, a custom loop): the task's
+        _put(log, "task_reward/mean", list(log.series["reward"]))
+        _put(log, "task_reward/std", list(log.series.get("reward_std", [])))
     _prompt_tokens(log)
+    _first_step_kl(log)
     _implied_kl_coefficient(log)
     _undercounted_ties(log)
     _learning_rate_spent(log)
@@ -145,13 +159,32 @@ def _run_value(log: RunLog) -> int:
 
 
 def _prompt_tokens(log: RunLog) -> None:
-    points = log.series.get("num_tokens", [])
-    rates = [(b_value - a_value) / (b_step - a_step)
-             for (a_step, a_value), (b_step, b_value) in zip(points, points[1:]) if b_step > a_step]
-    rates = [r for r in rates if r > 0]
-    if len(rates) < 3:
+    """How much the prompt tokens each step consumed vary, from num_tokens' increments.
+
+    num_tokens counts prompt and completion tokens, so its increments move with the completions' lengths too:
+    a run whose completions sit at the length cap, or barely change, consumes a nearly constant number of tokens
+    per step whatever its prompts are. The completion part is taken out first: increment = P + N * L, with L the
+    step's completions/mean_length and N the completions per step, fitted by least squares; what is left, P, is
+    the prompts' part. When L barely moves (COMPLETION_CV_MIN), N cannot be told from P and the run cannot say.
+    """
+    tokens = log.series.get("num_tokens", [])
+    lengths = _by_step(log, "completions/mean_length")
+    rows = [((b_value - a_value) / (b_step - a_step), lengths[b_step])
+            for (a_step, a_value), (b_step, b_value) in zip(tokens, tokens[1:])
+            if b_step > a_step and b_value > a_value and b_step in lengths]
+    if len(rows) < 4:
         return
-    _put(log, "prompts/tokens_per_step_cv", [(_run_value(log), statistics.pstdev(rates) / statistics.fmean(rates))])
+    increments = [r for r, _ in rows]
+    means = [m for _, m in rows]
+    mean_length = statistics.fmean(means)
+    if mean_length <= 0 or statistics.pstdev(means) / mean_length < COMPLETION_CV_MIN:
+        return
+    per_step = statistics.linear_regression(means, increments).slope
+    prompts = [r - max(per_step, 0.0) * m for r, m in rows]
+    centre = statistics.fmean(prompts)
+    if centre <= 0:
+        return
+    _put(log, "prompts/tokens_per_step_cv", [(_run_value(log), statistics.pstdev(prompts) / centre)])
 
 
 def _undercounted_ties(log: RunLog) -> None:
@@ -197,19 +230,54 @@ def _ties_over_independent(log: RunLog, roles: Roles) -> None:
          [(s, tied[s] - (p ** size + (1 - p) ** size)) for s, p in mean.items() if s in tied])
 
 
+def _first_step_kl(log: RunLog) -> None:
+    """The KL at step 1 alone, and how far it rose over the first logged steps: two readings of one series,
+    kept apart so that one reading counts for one hypothesis only.
+
+    kl/first_step is the KL before any update (the reference against the starting policy): only a row that
+    covers step 1 alone says it. With logging_steps 5 the first row averages steps 1-5, in which the policy
+    moved, so a small, growing KL there says nothing about the reference. kl/early_rise is how much the KL
+    grew over the first logged steps (their mean over the first row's): a policy that jumps away from where
+    it started; a KL already there at step 1, that never grows, does not rise.
+    """
+    points = log.series.get("kl", [])
+    if not points:
+        return
+    first_step, first = points[0]
+    if first_step <= 1 and log.params.get("logging_steps", "1") in ("1", "1.0") and not log.params.get(STEPS_ASSUMED):
+        _put(log, "kl/first_step", [(first_step, first)])
+    early = [value for _, value in points[:EARLY_ROWS]]
+    if len(early) == EARLY_ROWS:
+        _put(log, "kl/early_rise", [(_run_value(log), statistics.fmean(early) - first)])
+
+
 def _implied_kl_coefficient(log: RunLog) -> None:
+    """The coefficient the logged kl enters the logged loss with, only where the logs pin it down.
+
+    At a step where every group tied (frac_reward_zero_std 1), every advantage is 0 and the policy term
+    vanishes, so loss / kl is the KL coefficient itself: those steps give it exactly. Elsewhere it is fitted
+    (loss on kl through 0), and the fit is kept only when the KL term explains most of the loss (KL_FIT_MIN):
+    with token-level losses (dapo, bnpo) the policy term does not average out, and a coefficient fitted on a
+    loss that is mostly that term (R^2 of 0.001) is noise, not the run's beta.
+    """
     kl = _by_step(log, "kl")
     loss = _by_step(log, "loss")
     pairs = [(kl[s], loss[s]) for s in kl if s in loss]
     scale = sum(k * k for k, _ in pairs)
     if len(pairs) < 3 or scale <= 1e-12:
         return
-    coefficient = sum(k * l for k, l in pairs) / scale
-    _put(log, "kl/implied_coefficient", [(_run_value(log), coefficient)])
-    power = sum(l * l for _, l in pairs)
-    if power > 1e-12:
-        # R^2 through 0: how much of the logged loss the fitted KL term accounts for. The policy term of
-        # GRPO's loss averages near 0 but is noisy, so a coefficient fitted on a loss that is mostly that
-        # noise (a small beta, a small kl) says nothing about its sign.
-        residual = sum((l - coefficient * k) ** 2 for k, l in pairs)
-        _put(log, "kl/loss_fit", [(_run_value(log), max(0.0, 1.0 - residual / power))])
+    tied = _by_step(log, "frac_reward_zero_std")
+    exact = [loss[s] / kl[s] for s in kl if s in loss and tied.get(s, 0.0) >= 1.0 and kl[s] > KL_EXACT_MIN]
+    if len(exact) >= 2:
+        _put(log, "kl/implied_coefficient", [(_run_value(log), statistics.median(exact))])
+        _put(log, "kl/loss_fit", [(_run_value(log), 1.0)])
+        return
+    coefficient = sum(k * v for k, v in pairs) / scale
+    power = sum(v * v for _, v in pairs)
+    if power <= 1e-12:
+        return
+    # R^2 through 0: how much of the logged loss the fitted KL term accounts for.
+    fit = max(0.0, 1.0 - sum((v - coefficient * k) ** 2 for k, v in pairs) / power)
+    _put(log, "kl/loss_fit", [(_run_value(log), fit)])
+    if fit >= KL_FIT_MIN:
+        _put(log, "kl/implied_coefficient", [(_run_value(log), coefficient)])

@@ -15,7 +15,6 @@ from typing import Any
 
 from hypotrack.spec.triage import AllOf, Condition, conditions_of
 from hypotrack.spec.vocabulary import PRIORITY_RANK, REQUIREMENTS
-
 from hypotrack.verdict import OPS, aggregate_steps
 
 from .expected import Requirement
@@ -108,6 +107,9 @@ class Ranked:
     not_applicable: list[str] = field(default_factory=list)
     note: str = ""
     rank: int = 0
+    # Why the evidence, however strong, does not make a suspect: the run learns, so what the signatures read is
+    # present but not holding it back.
+    not_holding_back: str = ""
 
     @property
     def evidence(self) -> float:
@@ -118,7 +120,12 @@ class Ranked:
 
     @property
     def suspect(self) -> bool:
-        return not self.not_applicable and self.evidence >= SUSPECT_THRESHOLD
+        return not self.not_applicable and not self.not_holding_back and self.evidence >= SUSPECT_THRESHOLD
+
+    @property
+    def present(self) -> bool:
+        """Evidence that would make a suspect, on a run that learns."""
+        return bool(self.not_holding_back) and not self.not_applicable and self.evidence >= SUSPECT_THRESHOLD
 
     def supporting(self) -> list[SignatureResult]:
         return [r for r in self.results if r.holds and r.direction == "for"]
@@ -132,6 +139,7 @@ class Ranked:
     def as_json(self) -> dict[str, Any]:
         return {"hypothesis": self.id, "title": self.title, "priority": self.priority, "rank": self.rank,
                 "evidence": self.evidence, "suspect": self.suspect, "command": self.command,
+                "present_not_holding_back": self.present, "not_holding_back": self.not_holding_back or None,
                 "not_applicable": self.not_applicable, "note": self.note.strip() or None,
                 "supports": [r.as_json() for r in self.supporting()],
                 "contradicts": [r.as_json() for r in self.contradicting()],
@@ -139,12 +147,12 @@ class Ranked:
                 "not_holding": [r.as_json() for r in self.results if r.holds is False]}
 
 
-def evaluate_signature(log: RunLog, signature) -> SignatureResult:  # noqa: ANN001 - Signature | AllOf
+def evaluate_signature(log: RunLog, signature) -> SignatureResult:
     readings = [Reading(c, aggregate(log.series.get(c.metric, []), c.steps, c.k)) for c in conditions_of(signature)]
     return SignatureResult(signature.shows, signature.direction, signature.weight, readings, signature.if_missing)
 
 
-def rank(log: RunLog, hypotheses: dict, requirements: dict[str, Requirement]) -> tuple[list[Ranked], list[str]]:  # noqa: ANN001
+def rank(log: RunLog, hypotheses: dict, requirements: dict[str, Requirement]) -> tuple[list[Ranked], list[str]]:
     """The hypotheses with a `triage:` section, ranked; and the ids of those without one."""
     ranked: list[Ranked] = []
     unranked: list[str] = []

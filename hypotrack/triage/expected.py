@@ -9,8 +9,8 @@ Both are about TRL, not about one hypothesis, so they live here rather than in t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .runlog import RunLog
 
@@ -21,6 +21,14 @@ LOSS_NEAR_ZERO = 0.05
 
 def _values(log: RunLog, name: str) -> list[float]:
     return [v for _, v in log.series.get(name, [])]
+
+
+def _kl_all_zero(log: RunLog) -> str | None:
+    kl = _values(log, "kl")
+    if not kl or max(abs(v) for v in kl) != 0.0 or _float(log.params.get("beta")) not in (None, 0.0):
+        return None
+    return ("kl is exactly 0 at every logged step: Unsloth and some TRL releases log it so at beta 0, where the loss "
+            "has no KL term. Expected; a hypothesis about the KL term does not apply to this run.")
 
 
 def _kl_not_logged(log: RunLog) -> str | None:
@@ -76,7 +84,7 @@ def _no_entropy_bonus(log: RunLog) -> str | None:
 
 
 EXPECTED: list[Callable[[RunLog], str | None]] = [
-    _kl_not_logged, _loss_zero_without_kl, _clip_ratio_zero, _grad_zero_when_all_tied, _no_sampling_metrics,
+    _kl_not_logged, _kl_all_zero, _loss_zero_without_kl, _clip_ratio_zero, _grad_zero_when_all_tied, _no_sampling_metrics,
     _no_entropy_bonus,
 ]
 
@@ -99,6 +107,11 @@ def requirements(log: RunLog, reward_functions: list[str]) -> dict[str, Requirem
     kl = _values(log, "kl")
     if beta is not None:
         out["kl_term"] = Requirement(beta != 0, f"beta is {beta:g}")
+    elif kl and max(abs(v) for v in kl) == 0.0:
+        # Unsloth (and some TRL releases) log kl as 0 at every step when beta is 0: a column of zeros is no KL
+        # term, not a KL term that does nothing.
+        out["kl_term"] = Requirement(False, f"kl is logged as exactly 0 at all {len(kl)} logged steps, as trainers "
+                                            "log it at beta 0: the loss has no KL term")
     elif kl:
         out["kl_term"] = Requirement(True, "kl is logged")
     elif "reward" in log.series:

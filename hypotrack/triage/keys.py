@@ -21,12 +21,34 @@ RENAMED = {
     "completion_length": "completions/mean_length",  # before the completions/* family
     "clip_ratio": "clip_ratio/region_mean",  # before the low / high / region clip ratios
 }
+# Other GRPO trainers' names for the quantities TRL logs (what each measures is the same, up to the notes):
+# verl (its metric_utils and dp_actor) and OpenRLHF (its PPO / GRPO trainer's logs, "train/" stripped).
+OTHER_TRAINERS = {
+    # verl: critic/score is the reward functions' sequence score (critic/rewards adds an in-reward KL penalty)
+    "critic/score/mean": "reward",
+    "actor/entropy": "entropy",
+    "actor/kl_loss": "kl",  # the KL to the reference in the loss (use_kl_loss), per token
+    "actor/grad_norm": "grad_norm",
+    "actor/lr": "learning_rate",
+    "actor/pg_clipfrac": "clip_ratio/region_mean",
+    "actor/entropy_coeff": "entropy_coef",
+    "response_length/mean": "completions/mean_length",
+    "response_length/max": "completions/max_length",
+    "response_length/min": "completions/min_length",
+    "response_length/clip_ratio": "completions/clipped_ratio",
+    # OpenRLHF
+    "actor_lr": "learning_rate",
+    "response_length": "completions/mean_length",
+    "policy_entropy": "entropy",
+    "entropy": "entropy",
+}
 # Weights & Biases and TensorBoard put the split in front of every key ("train/reward").
 TRAIN_PREFIX = "train/"
 # Not training metrics: evaluation passes, and transformers' end-of-training summary.
 EVAL_PREFIXES = ("eval/", "eval_", "test/", "test_")
 SUMMARY_KEYS = frozenset({"train_loss", "train_runtime", "train_samples_per_second", "train_steps_per_second",
-                          "total_flos", "epoch", "step", "global_step"})
+                          "total_flos", "epoch", "step", "global_step", "training/global_step", "training/epoch",
+                          "trainer/global_step", "_step", "_runtime", "_timestamp"})
 KNOWN = frozenset(TRL_METRICS)
 DIAGNOSTICS_PREFIX = "diag/"
 
@@ -38,7 +60,7 @@ def canonical_name(raw: str) -> str | None:
         name = name[len(TRAIN_PREFIX):]
     if name.startswith(EVAL_PREFIXES) or name in SUMMARY_KEYS:
         return None
-    name = RENAMED.get(name, name)
+    name = RENAMED.get(name, OTHER_TRAINERS.get(name, name))
     if name.startswith(DIAGNOSTICS_PREFIX):  # hypotrack's hooks, in a run they watched (hypotrack.watch)
         return name
     if name.startswith("rewards/"):

@@ -31,6 +31,9 @@ class Roles:
 
 def assign_roles(log: RunLog, functions: list[str], task_reward: str | None) -> Roles:
     if not functions:
+        if log.series.get("reward"):
+            return Roles(None, assumed=["no reward function logged by name (rewards/<func>/mean): the logged reward "
+                                        "is read as the task reward"])
         return Roles(None, assumed=["no rewards/<func>/mean logged: the reward functions' roles are unknown"])
     weights, said = _weights(log, functions)
     if task_reward is not None:
@@ -72,7 +75,7 @@ def _weights(log: RunLog, functions: list[str]) -> tuple[dict[str, float], str]:
     if declared is not None:
         weights = _best_match(log, functions, declared)
         return weights, f"reward weights {_words(weights)} (the run's reward_weights)"
-    weights = {f: 1.0 for f in functions}
+    weights = dict.fromkeys(functions, 1.0)
     return weights, f"reward weights {_words(weights)} (assumed, TRL's default: the logs do not pin them down)"
 
 

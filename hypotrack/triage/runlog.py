@@ -21,13 +21,15 @@ class RunLog:
     """
 
     source: str
-    kind: str  # mlflow | trainer_state | csv | series
+    kind: str  # mlflow | trainer_state | csv | tensorboard | console | jsonl | series
     series: dict[str, Points] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
     # metric -> (step, value) of each infinite or NaN value logged: kept out of the series (a mean over
     # them means nothing), and reported as what they are, a run that diverged
     nonfinite: dict[str, Points] = field(default_factory=dict)
     repeated: list[int] = field(default_factory=list)  # steps logged more than once (a resumed run)
+    run: str = ""  # the run's name, where the source holds several (a W&B export, a TensorBoard folder)
+    said: list[str] = field(default_factory=list)  # what the reader assumed or noticed, for the report
 
     def add(self, name: str, step: int, value: object) -> None:
         """Keep finite numbers in the series: TRL writes None for a metric with no valid value in a step."""
@@ -58,7 +60,7 @@ class RunLog:
 
     def findings(self) -> list[str]:
         """What the source itself says about the run, before any hypothesis is weighed."""
-        out = []
+        out = list(self.said)
         for name, points in sorted(self.nonfinite.items(), key=lambda item: item[1][0][0]):
             step, value = points[0]
             word = "NaN" if math.isnan(value) else "infinite"

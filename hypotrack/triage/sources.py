@@ -1,56 +1,103 @@
-"""Read a run's logged metrics from where the user has them.
+"""Find out what a source is and hand it to its reader (one reader a module beside this one).
 
 - an MLflow run: its id (32 hex digits) or a `runs:/<id>` URI, on the tracking URI given (else MLflow's
   default); read through hypotrack.tracking, so MLflow is imported only for this kind of source;
-- a training output folder (TRL / transformers' `output_dir`): its `trainer_state.json`, else the one
-  in its newest `checkpoint-N/`; or that JSON file itself (`log_history` holds every logged step);
-- a CSV exported from a tracker: a step column (step, global_step, train/global_step, _step or
-  trainer/global_step) and one column per metric, or the long form with step, key (or metric) and
-  value columns. W&B exports' "<run> - <key>" headers and their __MIN / __MAX columns are understood.
+- a training output folder (TRL / transformers' `output_dir`): its `trainer_state.json`, else the one in
+  its newest `checkpoint-N/`, else the TensorBoard event files under it (read_state.py, read_tensorboard.py);
+- a file: a trainer_state.json; TensorBoard event files; a CSV export from a tracker (read_csv.py), W&B's
+  with several runs kept apart; JSON records, one per line or as a list (read_jsonl.py); a console log of
+  transformers' printed dicts or verl's step lines (read_console.py).
 
+The checkpoint's `training_args.bin` beside the log (or in its newest checkpoint) adds the run's settings
+(beta, num_generations, loss_type, logging_steps, ...) to what triage knows, read without torch
+(training_args.py). A file triage cannot read gets one sentence saying what it is and what to pass instead.
 Every problem is a HypotrackError that names the source and what is wrong with it.
 """
 
 from __future__ import annotations
 
-import codecs
-import csv
-import io
 import json
-import math
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
-from hypotrack.cut_short import csv_unfinished_line, cut_short, json_unfinished_line
 from hypotrack.errors import HypotrackError
 
+from .read_console import looks_like_console, read_console
+from .read_csv import read_csv
+from .read_jsonl import read_records
+from .read_state import STATE_FILE, is_trainer_state, load_json, read_trainer_state
+from .read_tensorboard import event_files, is_event_file, read_tensorboard
 from .runlog import RunLog
+from .training_args import ARGS_FILE, settings
+from .values import non_empty
 
+# Keys only transformers' trainer_state.json has.
+STATE_MARKS = {"global_step", "best_model_checkpoint", "is_world_process_zero", "log_history"}
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
-STEP_COLUMNS = ("step", "global_step", "train/global_step", "_step", "trainer/global_step")
-STATE_FILE = "trainer_state.json"
+# Files a run leaves that hold no metrics: what each is, for the one sentence that says so.
+NOT_METRICS = {
+    ".bin": "a checkpoint's weights or training settings (training_args.bin)",
+    ".safetensors": "a checkpoint's weights", ".pt": "a PyTorch checkpoint", ".pth": "a PyTorch checkpoint",
+    ".ckpt": "a checkpoint", ".png": "an image", ".jpg": "an image", ".svg": "an image", ".pdf": "a PDF",
+    ".yaml": "a configuration file", ".yml": "a configuration file", ".toml": "a configuration file",
+    ".py": "a Python script", ".ipynb": "a notebook", ".parquet": "a Parquet table", ".md": "a Markdown text",
+}
+WHAT_TO_PASS = ("pass the run's trainer_state.json (or its output folder), its TensorBoard event files, the console "
+                "log its Trainer printed, a tracker's CSV export, or an MLflow run id")
 
 
-def read_source(source: str, tracking_uri: str | None = None) -> RunLog:
+def read_runs(source: str, tracking_uri: str | None = None) -> list[RunLog]:
+    """Every run ``source`` holds (a W&B export or a TensorBoard folder may hold several; most hold one)."""
     path = Path(source).expanduser()
     if path.is_dir():
-        return read_trainer_state(_state_file(path))
-    if path.is_file():
-        if path.suffix.lower() == ".csv":
-            return read_csv(path)
-        if path.suffix.lower() == ".json":
-            return read_trainer_state(path)
-        raise HypotrackError(f"{path}: not a source triage reads (a training output folder, its {STATE_FILE}, "
-                             "a .csv export, or an MLflow run id)")
-    run_id = source[len("runs:/"):].split("/", 1)[0] if source.startswith("runs:/") else source
-    if RUN_ID.match(run_id):
-        return read_mlflow(run_id, tracking_uri)
-    raise HypotrackError(f"{source!r} is neither an existing folder or file nor an MLflow run id (32 hex digits, or "
-                         "runs:/<run id>)")
+        logs = _read_folder(path)
+    elif path.is_file():
+        logs = _read_file(path)
+    else:
+        run_id = source[len("runs:/"):].split("/", 1)[0] if source.startswith("runs:/") else source
+        if not RUN_ID.match(run_id):
+            raise HypotrackError(f"{source!r} is neither an existing folder or file nor an MLflow run id (32 hex "
+                                 "digits, or runs:/<run id>)")
+        return [read_mlflow(run_id, tracking_uri)]
+    for log in logs:
+        _add_settings(log, path)
+    return logs
 
 
-def _state_file(folder: Path) -> Path:
+def read_source(source: str, tracking_uri: str | None = None, run: str | None = None) -> RunLog:
+    """The one run ``source`` holds, or the one named ``run`` among several."""
+    logs = read_runs(source, tracking_uri)
+    return pick_run(logs, source, run)
+
+
+def pick_run(logs: list[RunLog], source: str, run: str | None) -> RunLog:
+    names = [log.run for log in logs]
+    if run is not None:
+        chosen = [log for log in logs if log.run == run]
+        if not chosen:
+            listed = ", ".join(repr(n) for n in names if n) or "one unnamed run"
+            raise HypotrackError(f"--run {run!r}: {source} holds no run of that name (it holds {listed})")
+        return chosen[0]
+    if len(logs) > 1:
+        raise HypotrackError(f"{source} holds {len(logs)} runs ({', '.join(repr(n) for n in names)}): name one with "
+                             "--run NAME, or triage them all with `hypotrack triage` (one report per run)")
+    return logs[0]
+
+
+def _read_folder(folder: Path) -> list[RunLog]:
+    state = state_file(folder)
+    if state is not None:
+        return [read_trainer_state(state)]
+    if event_files(folder):
+        return read_tensorboard(folder)
+    readable = sorted(p.name for p in folder.iterdir() if p.suffix.lower() in (".csv", ".jsonl", ".log", ".txt"))
+    hint = f" (it holds {', '.join(readable[:5])}: pass one of them)" if readable else ""
+    raise HypotrackError(f"{folder}: no {STATE_FILE} in the folder or in a checkpoint-N/ folder under it, and no "
+                         f"TensorBoard event files under it{hint}. TRL writes a {STATE_FILE} with every checkpoint "
+                         "(trainer.save_state() writes one at the end); otherwise " + WHAT_TO_PASS)
+
+
+def state_file(folder: Path) -> Path | None:
     direct = folder / STATE_FILE
     if direct.is_file():
         return direct
@@ -58,135 +105,128 @@ def _state_file(folder: Path) -> Path:
                    if (m := re.match(r"checkpoint-(\d+)$", p.parent.name))]
     if checkpoints:
         return max(checkpoints)[1]  # the newest checkpoint's log holds every earlier step too
-    raise HypotrackError(f"{folder}: no {STATE_FILE} in the folder or in a checkpoint-N/ folder under it (TRL writes "
-                         "one with every checkpoint; trainer.save_state() writes one at the end)")
+    return None
 
 
-def read_trainer_state(path: Path) -> RunLog:
+def _read_file(path: Path) -> list[RunLog]:
+    suffix = path.suffix.lower()
+    if is_event_file(path):
+        return read_tensorboard(path)
+    if path.name == ARGS_FILE:
+        raise HypotrackError(f"{path}: a checkpoint's training settings (beta, num_generations, learning rate, ...), "
+                             f"not its metrics; triage reads it by itself beside the log: pass the {STATE_FILE} or "
+                             "the checkpoint folder that holds it")
+    if suffix in (".csv", ".tsv"):
+        return read_csv(path)
+    head = _head(path)
+    if suffix in NOT_METRICS or _binary(head):
+        what = NOT_METRICS.get(suffix, "a binary file")
+        raise HypotrackError(f"{path}: {what}, not a log of the run's metrics; {WHAT_TO_PASS}")
+    if suffix == ".json" or head.lstrip().startswith((b"{", b"[")):
+        content = _json_document(path, head)
+        if is_trainer_state(content) or (isinstance(content, dict) and STATE_MARKS & set(content)):
+            return [read_trainer_state(path, content)]  # a trainer_state.json without its log says so
+        if isinstance(content, list):
+            return [read_records(path, content)]
+        if isinstance(content, dict):
+            return [_one_record_file(path, content)]
+        if suffix == ".json" and content is None:
+            return [read_records(path)]
+    text = head.decode("utf-8", errors="replace")
+    if suffix == ".jsonl" or _first_line_is_object(text):
+        return [read_records(path)]
+    if looks_like_console(path.read_bytes().decode("utf-8", errors="replace")):
+        return [read_console(path, _logging_steps(path.parent / ARGS_FILE))]
+    if _has_step_header(text):
+        return read_csv(path)
+    raise HypotrackError(f"{path}: not a source triage reads: a text file with none of the metrics triage reads (no "
+                         "trainer_state "
+                         "log_history, no CSV header with a step column, no JSON records, no {'loss': ...} dicts a "
+                         f"Trainer printed); {WHAT_TO_PASS}")
+
+
+def _head(path: Path, size: int = 4096) -> bytes:
     try:
-        text = path.read_text(encoding="utf-8")
-        state = json.loads(text)
+        with path.open("rb") as handle:
+            return handle.read(size)
     except OSError as exc:
         raise HypotrackError(f"{path}: cannot read ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        line = json_unfinished_line(text, exc.pos)
-        raise HypotrackError(f"{path}: not valid JSON: {cut_short(line)}" if line else
-                             f"{path}: not valid JSON ({exc})") from None
-    except ValueError as exc:  # not UTF-8
-        raise HypotrackError(f"{path}: not valid JSON ({exc})") from None
-    history = state.get("log_history") if isinstance(state, dict) else None
-    if not isinstance(history, list):
-        raise HypotrackError(f"{path}: no log_history list (is it a transformers trainer_state.json?)")
-    log = RunLog(source=str(path), kind="trainer_state")
-    series = log.series
-    for entry in history:  # a long run logs thousands of entries: this loop is the reader's whole cost
-        step = entry.get("step") if isinstance(entry, dict) else None
-        if type(step) is not int:
-            continue
-        for key, value in entry.items():
-            if type(value) in (float, int):
-                if math.isfinite(value):
-                    series.setdefault(key, []).append((step, float(value)))
-                else:  # JSON's Infinity / NaN, as transformers writes a diverged loss
-                    log.nonfinite.setdefault(key, []).append((step, float(value)))
-            elif isinstance(value, str):
-                _refuse_wrapped(value, f"{path}: {key!r} at step {step}")
-    for key in ("logging_steps", "max_steps", "train_batch_size"):
-        if state.get(key) is not None:
-            log.params[key] = str(state[key])
-    return _non_empty(log.sort())
 
 
-def read_csv(path: Path) -> RunLog:
-    try:
-        text = decode_text(path.read_bytes())
-        reader = csv.reader(io.StringIO(text, newline=""))
-        rows, last_row_line = [], 1
-        for row in iter_rows(reader):
-            rows.append(row[1])
-            last_row_line = row[0]
-    except OSError as exc:
-        raise HypotrackError(f"{path}: cannot read ({exc.strerror})") from None
-    except (csv.Error, UnicodeDecodeError) as exc:
-        raise HypotrackError(f"{path}: not a readable CSV file ({exc})") from None
-    if not rows:
-        raise HypotrackError(f"{path}: the file is empty")
-    unfinished = csv_unfinished_line(text, rows, last_row_line)
-    if unfinished:
-        raise HypotrackError(f"{path}: {cut_short(unfinished)} (its last row is incomplete: remove it to read the "
-                             "rows before it)")
-    header = [_column_name(column) for column in rows[0]]
-    lowered = [column.lower() for column in header]
-    step_at = next((lowered.index(name) for name in STEP_COLUMNS if name in lowered), None)
-    if step_at is None:
-        raise HypotrackError(f"{path}: no step column ({', '.join(STEP_COLUMNS)}) in the header line: "
-                             f"{', '.join(rows[0][:8])}{' ...' if len(rows[0]) > 8 else ''}")
-    log = RunLog(source=str(path), kind="csv")
-    long_form = next((lowered.index(n) for n in ("key", "metric") if n in lowered), None)
-    value_at = lowered.index("value") if "value" in lowered else None
-    for line_number, row in enumerate(rows[1:], start=2):
-        if not any(cell.strip() for cell in row):
-            continue
-        step = _number(row[step_at] if step_at < len(row) else "")
-        if step is None:
-            raise HypotrackError(f"{path}:{line_number}: the step column {header[step_at]!r} holds "
-                                 f"{(row[step_at] if step_at < len(row) else '')!r}, not a step number")
-        if long_form is not None and value_at is not None:
-            log.add(row[long_form], int(step), _number(row[value_at]) if value_at < len(row) else None)
-            continue
-        for index, cell in enumerate(row):
-            if index != step_at and index < len(header) and header[index]:
-                value = _number(cell)
-                if value is None:
-                    _refuse_wrapped(cell, f"{path}:{line_number}: column {header[index]!r}")
-                log.add(header[index], int(step), value)
-    return _non_empty(log.sort())
+def _binary(head: bytes) -> bool:
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16 text (a spreadsheet's export)
+        return False
+    return b"\x00" in head[:1024] and not (len(head) >= 4 and head[1] == 0 and head[3] == 0)
 
 
-def iter_rows(reader) -> Iterator[tuple[int, list[str]]]:  # noqa: ANN001 - a csv reader
-    """(the line the row starts on, the row) for each row of ``reader``."""
-    while True:
-        start = reader.line_num + 1
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        yield start, row
-
-
-def _column_name(column: str) -> str:
-    """W&B exports name columns "<run name> - <key>" and add "<key>__MIN" / "__MAX" columns (dropped: '')."""
-    name = column.strip()
-    if name.endswith(("__MIN", "__MAX")):
-        return ""
-    return name.rsplit(" - ", 1)[-1].strip()
-
-
-def decode_text(data: bytes) -> str:
-    """A CSV export's text: UTF-8 (with or without a byte-order mark) or UTF-16 (Excel's "Unicode text")."""
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return data.decode("utf-16")
-    if len(data) >= 4 and data[1] == 0 and data[3] == 0:  # UTF-16 without its mark: ASCII headers, every 2nd byte 0
-        return data.decode("utf-16-le")
-    return data.decode("utf-8-sig")
-
-
-# A number written as an object's text: `tensor(0.4500)`, `tensor(0.45, device='cuda:0')`, `np.float64(0.3)`.
-WRAPPED_NUMBER = re.compile(r"^\s*(tensor|(np|numpy|torch)\.\w+)\(\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*[,)]")
-
-
-def _refuse_wrapped(text: str, where: str) -> None:
-    """A metric logged as the text of a tensor or numpy scalar would be dropped as "not a number": name it."""
-    if WRAPPED_NUMBER.match(text):
-        raise HypotrackError(f"{where} holds {text.strip()[:60]!r}: a number logged as the text of a tensor or numpy "
-                             "value, which triage cannot read. Log float(value) (or value.item()) instead")
-
-
-def _number(cell: str) -> float | None:
-    try:
-        return float(cell)
-    except (TypeError, ValueError):
+def _json_document(path: Path, head: bytes) -> object:
+    """The file as one JSON document; None when it holds one object per line (an object at the start of a later
+    line: pretty-printed JSON indents its nested objects)."""
+    if head.lstrip().startswith(b"{") and b"\n{" in path.read_bytes().rstrip():
         return None
+    return load_json(path)
+
+
+def _one_record_file(path: Path, content: dict) -> RunLog:
+    """A JSON object that is not a trainer_state: a {metric: [values...]} table, else one record."""
+    lists = {k: v for k, v in content.items() if isinstance(v, list) and v and all(
+        isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)}
+    if lists:
+        log = RunLog(source=str(path), kind="jsonl")
+        for key, values in lists.items():
+            for step, value in enumerate(values, start=1):
+                log.add(key, step, value)
+        log.said.append(f"{path.name} holds one list of values per metric, without steps: read as steps 1, 2, ...")
+        return non_empty(log.sort())
+    return read_records(path, [content])
+
+
+def _first_line_is_object(text: str) -> bool:
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        return isinstance(json.loads(first), dict)
+    except json.JSONDecodeError:
+        return False
+
+
+def _has_step_header(text: str) -> bool:
+    from .values import STEP_KEYS
+
+    first = next((line for line in text.splitlines() if line.strip()), "").lower()
+    cells = [c.strip().strip('"') for c in re.split(r"[,\t;]", first)]
+    return any(key.lower() in cells for key in STEP_KEYS)
+
+
+def _logging_steps(args_file: Path) -> int | None:
+    """A console log's dicts carry no step: the run's logging_steps, where its training_args.bin says it."""
+    if not args_file.is_file():
+        return None
+    try:
+        return int(float(settings(args_file).get("logging_steps", "")))
+    except (HypotrackError, ValueError):
+        return None
+
+
+def _add_settings(log: RunLog, source: Path) -> None:
+    """The training_args.bin beside the log (or in the newest checkpoint), read without torch."""
+    start = source if source.is_dir() else source.parent
+    log_folder = Path(log.source.split(" [run ")[0])
+    candidates = [log_folder.parent / ARGS_FILE if log_folder.is_file() else log_folder / ARGS_FILE,
+                  start / ARGS_FILE]
+    state = state_file(start) if start.is_dir() else None
+    if state is not None:
+        candidates.append(state.parent / ARGS_FILE)
+    found = next((p for p in candidates if p.is_file()), None)
+    if found is None:
+        return
+    try:
+        read = settings(found)
+    except HypotrackError as exc:
+        log.said.append(f"{exc} (the run's settings are unknown)")
+        return
+    for key, value in read.items():
+        log.params.setdefault(key, value)
+    log.said.append(f"settings read from {found} ({', '.join(f'{k} {read[k]}' for k in ('beta', 'num_generations', 'loss_type', 'learning_rate', 'logging_steps') if k in read)})")
 
 
 def read_mlflow(run_id: str, tracking_uri: str | None) -> RunLog:
@@ -200,10 +240,4 @@ def read_mlflow(run_id: str, tracking_uri: str | None) -> RunLog:
     for key, points in series.items():
         for step, value in points:
             log.add(key, step, value)
-    return _non_empty(log.sort())
-
-
-def _non_empty(log: RunLog) -> RunLog:
-    if not log.series:
-        raise HypotrackError(f"{log.source}: no numeric metrics logged")
-    return log
+    return non_empty(log.sort())

@@ -1,0 +1,121 @@
+"""The run first: is it learning, flat or getting worse on its task reward?
+
+Read before any hypothesis is weighed, because a hypothesis explains a run that fails: on a run whose task
+reward climbs, a reading that matches a signature is present but not holding the run back.
+
+The trend compares the task reward's logged mean over the last quarter of the logged steps with its mean
+over the first quarter (the reward itself where no reward function is logged by name): a run that climbs,
+stalls or collapses part-way is read by where it ends against where it started, which a straight line
+through a collapse misreads. The change's uncertainty comes from the step-to-step noise (the spread of
+successive differences, robust to a trend or a single jump), widened for the noise's autocorrelation r
+within the windows (logged rewards are autocorrelated: each step's policy is the last one's moved a
+little, and a logging interval averages several steps) by sqrt((1 + r) / (1 - r)), the usual AR(1)
+correction. A change counts only when it is both clear (|t| >= CLEAR_T) and large enough to matter: at
+least MIN_SHARE of the task reward's spread between completions (its typical within-step std), else of
+its level.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from .runlog import RunLog
+
+CLEAR_T = 2.0  # the change over its (autocorrelation-widened) standard error
+MIN_SHARE = 0.1  # the smallest change that counts, as a share of the reward's spread (or level)
+MIN_STEPS = 6  # fewer logged steps than this give no trend worth a word
+LEARNING, FLAT, WORSE, UNKNOWN = "learning", "flat", "getting worse", "unknown"
+
+
+@dataclass
+class Progress:
+    state: str
+    metric: str = ""
+    steps: int = 0
+    first_step: int = 0
+    last_step: int = 0
+    start: float = 0.0  # the mean over the first and the last quarter of the logged steps
+    end: float = 0.0
+    change: float = 0.0  # end - start
+    change_low: float = 0.0  # its 95% interval
+    change_high: float = 0.0
+    t: float = 0.0
+    smallest_change: float = 0.0  # what MIN_SHARE makes of the reward's scale
+    why: str = ""
+
+    def sentence(self) -> str:
+        if self.state == UNKNOWN:
+            return f"whether the run learns is unknown: {self.why}"
+        verb = {LEARNING: "is learning", FLAT: "is flat", WORSE: "is getting worse"}[self.state]
+        return (f"the run {verb} on {self.metric}: {self.start:.4g} -> {self.end:.4g} (first and last quarter of "
+                f"steps {self.first_step}-{self.last_step}; change {self.change:+.3g}, 95% interval {self.change_low:+.3g} to "
+                f"{self.change_high:+.3g}; a change counts from {self.smallest_change:.3g}){self.why}")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"state": self.state, "metric": self.metric, "steps": self.steps, "first_step": self.first_step,
+                "last_step": self.last_step, "start": self.start, "end": self.end, "change": self.change,
+                "change_95": [self.change_low, self.change_high], "t": self.t,
+                "smallest_change": self.smallest_change, "sentence": self.sentence()}
+
+
+def run_progress(log: RunLog) -> Progress:
+    """The task reward's trend on a run whose derived metrics are in (triage/derived.py's task_reward/*)."""
+    metric = "task_reward/mean" if log.series.get("task_reward/mean") else "reward"
+    points = log.series.get(metric, [])
+    if len(points) < MIN_STEPS:
+        return Progress(UNKNOWN, metric, len(points), why=f"{len(points)} logged step(s) of {metric}; a trend needs "
+                                                          f"at least {MIN_STEPS}")
+    values = [value for _, value in points]
+    k = max(3, len(values) // 4)
+    first, last = values[:k], values[-k:]
+    start, end = statistics.fmean(first), statistics.fmean(last)
+    change = end - start
+    noise = _step_noise(values) * _autocorrelation_factor(first, last)
+    stderr = noise * math.sqrt(2 / k)
+    spread = _spread(log, metric)
+    scale = spread if spread > 0 else max(abs(statistics.fmean(values)), statistics.pstdev(values))
+    smallest = MIN_SHARE * scale
+    t = change / stderr if stderr > 0 else (math.inf if change > 0 else -math.inf if change < 0 else 0.0)
+    if t >= CLEAR_T and change >= smallest:
+        state = LEARNING
+    elif t <= -CLEAR_T and change <= -smallest:
+        state = WORSE
+    else:
+        state = FLAT
+    half = 1.96 * stderr
+    return Progress(state, metric, len(points), points[0][0], points[-1][0], start, end, change, change - half,
+                    change + half, t, smallest)
+
+
+def _spread(log: RunLog, metric: str) -> float:
+    """The typical within-step spread of the reward between completions (its logged std's median)."""
+    name = "task_reward/std" if metric == "task_reward/mean" else "reward_std"
+    stds = [v for _, v in log.series.get(name, [])]
+    return statistics.median(stds) if stds else 0.0
+
+
+def _step_noise(values: list[float]) -> float:
+    """The noise of one logged value: successive differences hold twice its variance, whatever the trend; their
+    median absolute deviation keeps a collapse's one big jump from passing for noise."""
+    diffs = [b - a for a, b in zip(values, values[1:])]
+    centre = statistics.median(diffs)
+    mad = statistics.median(abs(d - centre) for d in diffs)
+    robust = 1.4826 * mad / math.sqrt(2)
+    return robust if robust > 0 else statistics.pstdev(diffs) / math.sqrt(2)
+
+
+def _autocorrelation_factor(*windows: list[float]) -> float:
+    """sqrt((1 + r) / (1 - r)) for the lag-1 autocorrelation r of the values around their window's mean."""
+    pairs, power = 0.0, 0.0
+    for window in windows:
+        centre = statistics.fmean(window)
+        deviations = [v - centre for v in window]
+        power += math.fsum(d * d for d in deviations)
+        pairs += math.fsum(a * b for a, b in zip(deviations, deviations[1:]))
+    if power <= 0:
+        return 1.0
+    r = min(max(pairs / power, 0.0), 0.9)  # negative autocorrelation narrows nothing; past 0.9 the correction explodes
+    return math.sqrt((1 + r) / (1 - r))

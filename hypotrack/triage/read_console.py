@@ -1,0 +1,140 @@
+"""Read a training console log: what a run printed, as a user keeps it (`python train.py | tee train.log`).
+
+- transformers' Trainer prints each logged step as a Python dict, `{'loss': 0.01, 'reward': 0.5, ...,
+  'epoch': 0.02}` (transformers 4.5x writes the numbers as text: `'loss': '0.01'`), among tqdm's progress
+  bars, warnings and the script's own prints. The dict carries no step: it is read from the training bar
+  printed just before it (`  5/100 [00:10<...]`), else counted in logging_steps;
+- verl prints `step:12 - critic/score/mean:0.51 - actor/entropy:1.2 - ...` once a step.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from pathlib import Path
+
+from hypotrack.errors import HypotrackError
+
+from .runlog import RunLog
+from .values import decode_text, non_empty, number
+
+# A tqdm bar's position: "  5/100 [00:10<03:10, ...]".
+BAR = re.compile(r"(\d+)/(\d+) \[")
+# A Python dict of str keys as print() writes it; values never hold braces.
+PRINTED_DICT = re.compile(r"\{'[^{}\n]*\}")
+# print() writes float('nan') and float('inf') bare, which literal_eval does not read.
+BARE_NONFINITE = re.compile(r"(?<=[:,\[] )(-?(?:nan|inf))(?=[,}\]])")
+VERL_STEP = re.compile(r"\bstep:(\d+) - (.*)$")
+VERL_PAIR = re.compile(r"([^\s:]+):\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))(?=\s|$)")
+# Dicts that are not a training step: evaluation passes and the end-of-training summary; a printed config
+# or generation settings dict holds none of the keys every trainer's step log has.
+NOT_A_STEP = ("eval_", "train_runtime", "test_")
+STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy")
+
+
+def looks_like_console(text: str) -> bool:
+    return bool(PRINTED_DICT.search(text) or VERL_STEP.search(text))
+
+
+def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
+    try:
+        text = decode_text(path.read_bytes())
+    except OSError as exc:
+        raise HypotrackError(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    log = RunLog(source=str(path), kind="console")
+    if not _read_verl(text, log):
+        _read_trainer_dicts(text, log, logging_steps)
+    if not log.series and not log.nonfinite:
+        raise HypotrackError(f"{path}: a text file with no logged training step in it (neither the dicts "
+                             "transformers' Trainer prints, {'loss': ..., 'reward': ...}, nor verl's 'step:N - "
+                             "key:value' lines); pass the run's trainer_state.json, its TensorBoard folder or a "
+                             "tracker's CSV export instead")
+    return non_empty(log.sort())
+
+
+def _read_verl(text: str, log: RunLog) -> bool:
+    found = False
+    for line in re.split(r"[\r\n]+", text):
+        match = VERL_STEP.search(line)
+        if not match:
+            continue
+        step = int(match.group(1))
+        for key, value in VERL_PAIR.findall(match.group(2)):
+            log.add(key, step, float(value))
+            found = True
+    return found
+
+
+def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> None:
+    entries: list[tuple[tuple[int, int] | None, dict]] = []
+    last_bar: tuple[int, int] | None = None
+    for piece in re.split(r"[\r\n]+", text):
+        for match in re.finditer(rf"{BAR.pattern}|{PRINTED_DICT.pattern}", piece):
+            token = match.group()
+            if token.startswith("{"):
+                values = _parse_dict(token)
+                if values and _is_step(values):
+                    entries.append((last_bar, values))
+            else:
+                last_bar = (int(match.group(1)), int(match.group(2)))
+    if not entries:
+        return
+    steps = _steps(entries)
+    if steps is None:
+        every, how = _logging_interval(entries, logging_steps)
+        steps = [every * (i + 1) for i in range(len(entries))]
+        if how == "assumed":
+            log.params["steps_assumed"] = "1"  # the first row may cover several steps: derived.py reads no step 1
+        else:
+            log.params["logging_steps"] = str(every)
+        log.said.append(f"the console log's {len(entries)} logged steps carry no step number the progress bar pins "
+                        f"down (a buffered output prints them in bursts): read as steps {every}, {2 * every}, ... "
+                        f"(logging_steps {every}, {how})")
+    for step, (_, values) in zip(steps, entries):
+        for key, raw in values.items():
+            value = number(raw)
+            if value is not None:
+                log.add(key, step, value)
+
+
+def _is_step(values: dict) -> bool:
+    keys = [key.removeprefix("train/") for key in values]
+    return (not all(key.startswith(NOT_A_STEP) for key in keys)
+            and any(key in STEP_KEYS_ANY or key.startswith("rewards/") for key in keys))
+
+
+def _logging_interval(entries: list[tuple[tuple[int, int] | None, dict]], logging_steps: int | None) -> tuple[int, str]:
+    """logging_steps: the run's own (training_args.bin), else the steps the training bar counted over the dicts
+    printed, when that divides evenly, else 1."""
+    if logging_steps:
+        return logging_steps, "from the run's training_args.bin"
+    bars = [bar for bar, _ in entries if bar is not None]
+    if bars:
+        total = Counter(bar[1] for bar in bars).most_common(1)[0][0]
+        counted = max(bar[0] for bar in bars if bar[1] == total)
+        if counted == total and counted % len(entries) == 0:
+            return counted // len(entries), f"{len(entries)} printed steps over the {counted} the training bar counted"
+    return 1, "assumed"
+
+
+def _parse_dict(token: str) -> dict | None:
+    try:
+        value = ast.literal_eval(BARE_NONFINITE.sub(r"'\1'", token))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, dict) and all(isinstance(k, str) for k in value) else None
+
+
+def _steps(entries: list[tuple[tuple[int, int] | None, dict]]) -> list[int] | None:
+    """The training bar's count before each dict, when the bars give one increasing step per dict."""
+    totals = Counter(bar[1] for bar, _ in entries if bar is not None)
+    if not totals:
+        return None
+    training_total = totals.most_common(1)[0][0]
+    steps = [bar[0] if bar is not None and bar[1] == training_total else None for bar, _ in entries]
+    if None in steps or any(b <= a for a, b in zip(steps, steps[1:])):  # type: ignore[operator]
+        return None
+    return steps  # type: ignore[return-value]

@@ -1,0 +1,136 @@
+"""Read a CSV exported from a tracker: a step column and one column per metric, or the long form with step,
+key (or metric) and value columns.
+
+Several runs in one file are kept apart, one RunLog each: W&B's "<run> - <key>" headers (its __MIN / __MAX
+columns are dropped), or a text column that names the run (run, name, experiment, ...; or any text column
+that tells apart the rows logged at the same step). A step logged twice within one run is a resumed run.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+from hypotrack.cut_short import csv_unfinished_line, cut_short
+from hypotrack.errors import HypotrackError
+
+from .runlog import RunLog
+from .values import STEP_KEYS, decode_text, non_empty, number, refuse_wrapped
+
+# Columns that name the run a row belongs to, in exports of several runs.
+RUN_COLUMNS = ("run", "run_name", "run name", "run_id", "name", "experiment", "experiment_name", "exp_name",
+               "exp", "group")
+W_AND_B_SEPARATOR = " - "
+
+
+def read_csv(path: Path) -> list[RunLog]:
+    """Every run the export holds (most hold one)."""
+    rows, text, last_row_line = _rows(path)
+    unfinished = csv_unfinished_line(text, rows, last_row_line)
+    if unfinished:
+        raise HypotrackError(f"{path}: {cut_short(unfinished)} (its last row is incomplete: remove it to read the "
+                             "rows before it)")
+    header = [column.strip() for column in rows[0]]
+    lowered = [column.lower() for column in header]
+    step_at = next((lowered.index(name.lower()) for name in STEP_KEYS if name.lower() in lowered), None)
+    if step_at is None:
+        raise HypotrackError(f"{path}: no step column ({', '.join(STEP_KEYS)}) in the header line: "
+                             f"{', '.join(rows[0][:8])}{' ...' if len(rows[0]) > 8 else ''}")
+    body = [(line, row) for line, row in enumerate(rows[1:], start=2) if any(cell.strip() for cell in row)]
+    steps = []
+    for line_number, row in body:
+        step = number(row[step_at] if step_at < len(row) else "")
+        if step is None:
+            raise HypotrackError(f"{path}:{line_number}: the step column {header[step_at]!r} holds "
+                                 f"{(row[step_at] if step_at < len(row) else '')!r}, not a step number")
+        steps.append(int(step))
+    long_form = next((lowered.index(n) for n in ("key", "metric") if n in lowered), None)
+    value_at = lowered.index("value") if "value" in lowered else None
+    run_at = _run_column(header, lowered, body, steps, step_at, skip={long_form, value_at})
+    logs: dict[str, RunLog] = {}
+
+    def log_of(run: str) -> RunLog:
+        if run not in logs:
+            logs[run] = RunLog(source=f"{path} [run {run}]" if run else str(path), kind="csv", run=run)
+        return logs[run]
+
+    columns = [_split_column(column) for column in header]
+    for (line_number, row), step in zip(body, steps):
+        row_run = row[run_at].strip() if run_at is not None and run_at < len(row) else ""
+        if long_form is not None and value_at is not None:
+            log_of(row_run).add(row[long_form], step, number(row[value_at]) if value_at < len(row) else None)
+            continue
+        for index, cell in enumerate(row):
+            if index in (step_at, run_at) or index >= len(header) or not columns[index][1]:
+                continue
+            run, key = columns[index]
+            value = number(cell)
+            if value is None:
+                refuse_wrapped(cell, f"{path}:{line_number}: column {header[index]!r}")
+                continue
+            log_of(run or row_run).add(key, step, value)
+    if not logs:
+        raise HypotrackError(f"{path}: no numeric metrics logged")
+    return [non_empty(log.sort()) for log in logs.values()]
+
+
+def _rows(path: Path) -> tuple[list[list[str]], str, int]:
+    try:
+        text = decode_text(path.read_bytes())
+        reader = csv.reader(io.StringIO(text, newline=""))
+        rows, last_row_line = [], 1
+        for line, row in iter_rows(reader):
+            rows.append(row)
+            last_row_line = line
+    except OSError as exc:
+        raise HypotrackError(f"{path}: cannot read ({exc.strerror})") from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise HypotrackError(f"{path}: not a readable CSV file ({exc})") from None
+    if not rows:
+        raise HypotrackError(f"{path}: the file is empty")
+    return rows, text, last_row_line
+
+
+def iter_rows(reader) -> Iterator[tuple[int, list[str]]]:
+    """(the line the row starts on, the row) for each row of ``reader``."""
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        yield start, row
+
+
+def _split_column(column: str) -> tuple[str, str]:
+    """(run, key) of a header cell: W&B names columns "<run> - <key>" and adds "<key>__MIN" / "__MAX" (key '')."""
+    name = column.strip()
+    if name.endswith(("__MIN", "__MAX")):
+        return "", ""
+    if W_AND_B_SEPARATOR in name:
+        run, key = name.rsplit(W_AND_B_SEPARATOR, 1)
+        return run.strip(), key.strip()
+    return "", name
+
+
+def _run_column(header: list[str], lowered: list[str], body: list[tuple[int, list[str]]], steps: list[int],
+                step_at: int, skip: set[int | None]) -> int | None:
+    """The column that names each row's run: a column so named that holds text, else the one text column that
+    tells apart rows logged at the same step (two runs side by side, not one run resumed)."""
+    def text_only(index: int) -> bool:
+        cells = [row[index].strip() for _, row in body if index < len(row) and row[index].strip()]
+        return bool(cells) and all(number(cell) is None for cell in cells)
+
+    candidates = [i for i in range(len(header)) if i != step_at and i not in skip and text_only(i)]
+    named = [i for i in candidates if lowered[i] in RUN_COLUMNS]
+    if named:
+        return named[0]
+    if len(set(steps)) == len(steps):
+        return None  # no step logged twice: one run, whatever its text columns say
+    for index in candidates:
+        keyed = [(row[index].strip() if index < len(row) else "", step) for (_, row), step in zip(body, steps)]
+        if len(set(keyed)) == len(keyed) and len({run for run, _ in keyed}) > 1:
+            return index
+    return None

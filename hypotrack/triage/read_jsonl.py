@@ -1,0 +1,76 @@
+"""Read metrics a script wrote as JSON records: one object per line (JSONL, W&B's wandb-history.jsonl,
+custom metric logs), or a JSON file holding a list of such objects.
+
+Each record is one logged step: its step is the first of values.STEP_KEYS it holds (the trainer's global
+step before a tracker's row counter), else its position in the file. Objects nested in a record are read
+with their keys joined by '/' ({"train": {"reward": 1}} is train/reward).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypotrack.errors import HypotrackError
+
+from .runlog import RunLog
+from .values import STEP_KEYS, decode_text, non_empty, number, refuse_wrapped
+
+
+def read_records(path: Path, records: list | None = None) -> RunLog:
+    """``records`` when the caller already parsed a JSON list; else the file's lines, one object each."""
+    if records is None:
+        records = _lines(path)
+    log = RunLog(source=str(path), kind="jsonl")
+    counted = 0
+    for position, record in enumerate(records, start=1):
+        if not isinstance(record, dict):
+            continue
+        flat = dict(_flatten(record))
+        step_key = next((key for key in STEP_KEYS if number(flat.get(key)) is not None), None)
+        if step_key is None:
+            counted += 1
+        step = int(number(flat[step_key])) if step_key else position  # type: ignore[arg-type]
+        for key, value in flat.items():
+            if key in STEP_KEYS:
+                continue
+            as_number = number(value)
+            if as_number is None and isinstance(value, str):
+                refuse_wrapped(value, f"{path}: record {position}, {key!r}")
+            log.add(key, step, as_number)
+    if counted:
+        log.said.append(f"{counted} record(s) carry no step ({', '.join(STEP_KEYS)}): read at their position in the "
+                        "file")
+    if not log.series and not log.nonfinite:
+        raise HypotrackError(f"{path}: JSON records with no numeric metric in them")
+    return non_empty(log.sort())
+
+
+def _lines(path: Path) -> list:
+    try:
+        text = decode_text(path.read_bytes())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HypotrackError(f"{path}: cannot read ({exc})") from None
+    records = []
+    for number_of_line, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number_of_line == len(text.splitlines()):
+                break  # a run killed while writing its last line: the lines before it are whole
+            raise HypotrackError(f"{path}:{number_of_line}: not a JSON object ({line.strip()[:60]!r}); a JSONL "
+                                 "metrics file holds one object per line") from None
+    return records
+
+
+def _flatten(record: dict, prefix: str = "") -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = []
+    for key, value in record.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out += _flatten(value, f"{name}/")
+        else:
+            out.append((name, value))
+    return out

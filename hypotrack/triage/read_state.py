@@ -1,0 +1,60 @@
+"""Read a transformers `trainer_state.json`: the `log_history` TRL's GRPOTrainer (any release) and Unsloth's
+trainers write with every checkpoint, one entry per logged step."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from hypotrack.cut_short import cut_short, json_unfinished_line
+from hypotrack.errors import HypotrackError
+
+from .runlog import RunLog
+from .values import non_empty, refuse_wrapped
+
+STATE_FILE = "trainer_state.json"
+# What the state itself says of the run's setup (the rest of the settings are in training_args.bin).
+STATE_PARAMS = ("logging_steps", "max_steps", "train_batch_size")
+
+
+def load_json(path: Path) -> object:
+    try:
+        text = path.read_text(encoding="utf-8")
+        return json.loads(text)
+    except OSError as exc:
+        raise HypotrackError(f"{path}: cannot read ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        line = json_unfinished_line(text, exc.pos)
+        raise HypotrackError(f"{path}: not valid JSON: {cut_short(line)}" if line else
+                             f"{path}: not valid JSON ({exc})") from None
+    except ValueError as exc:  # not UTF-8
+        raise HypotrackError(f"{path}: not valid JSON ({exc})") from None
+
+
+def is_trainer_state(content: object) -> bool:
+    return isinstance(content, dict) and isinstance(content.get("log_history"), list)
+
+
+def read_trainer_state(path: Path, content: object = None) -> RunLog:
+    state = load_json(path) if content is None else content
+    if not is_trainer_state(state):
+        raise HypotrackError(f"{path}: no log_history list (is it a transformers trainer_state.json?)")
+    log = RunLog(source=str(path), kind="trainer_state")
+    series = log.series
+    for entry in state["log_history"]:  # a long run logs thousands of entries: this loop is the reader's whole cost
+        step = entry.get("step") if isinstance(entry, dict) else None
+        if type(step) is not int:
+            continue
+        for key, value in entry.items():
+            if type(value) in (float, int):
+                if math.isfinite(value):
+                    series.setdefault(key, []).append((step, float(value)))
+                else:  # JSON's Infinity / NaN, as transformers writes a diverged loss
+                    log.nonfinite.setdefault(key, []).append((step, float(value)))
+            elif isinstance(value, str):
+                refuse_wrapped(value, f"{path}: {key!r} at step {step}")
+    for key in STATE_PARAMS:
+        if state.get(key) is not None:
+            log.params[key] = str(state[key])
+    return non_empty(log.sort())

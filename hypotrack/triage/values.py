@@ -1,0 +1,53 @@
+"""What every reader of a run's logs shares: how a logged cell becomes a number, the columns that hold the step,
+and the one message for a source that holds no numbers at all."""
+
+from __future__ import annotations
+
+import codecs
+import re
+
+from hypotrack.errors import HypotrackError
+
+from .runlog import RunLog
+
+# Step columns and keys, in the order a source is searched for one: a tracker's own counter (_step, W&B's row
+# number) comes after the trainer's global step, which is what the hypotheses' step windows mean.
+STEP_KEYS = ("step", "global_step", "train/global_step", "trainer/global_step", "training/global_step",
+             "_step", "Step")
+
+# A number written as an object's text: `tensor(0.4500)`, `tensor(0.45, device='cuda:0')`, `np.float64(0.3)`.
+WRAPPED_NUMBER = re.compile(r"^\s*(tensor|(np|numpy|torch)\.\w+)\(\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*[,)]")
+
+
+def refuse_wrapped(text: str, where: str) -> None:
+    """A metric logged as the text of a tensor or numpy scalar would be dropped as "not a number": name it."""
+    if WRAPPED_NUMBER.match(text):
+        raise HypotrackError(f"{where} holds {text.strip()[:60]!r}: a number logged as the text of a tensor or numpy "
+                             "value, which triage cannot read. Log float(value) (or value.item()) instead")
+
+
+def number(cell: object) -> float | None:
+    """A cell as a float: numbers, and numbers written as text ('0.55', as transformers 4.5x prints them)."""
+    if isinstance(cell, bool):
+        return None
+    if isinstance(cell, (int, float)):
+        return float(cell)
+    try:
+        return float(cell)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def non_empty(log: RunLog) -> RunLog:
+    if not log.series:
+        raise HypotrackError(f"{log.source}: no numeric metrics logged")
+    return log
+
+
+def decode_text(data: bytes) -> str:
+    """A text export's content: UTF-8 (with or without a byte-order mark) or UTF-16 (Excel's "Unicode text")."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16")
+    if len(data) >= 4 and data[1] == 0 and data[3] == 0:  # UTF-16 without its mark: ASCII headers, every 2nd byte 0
+        return data.decode("utf-16-le")
+    return data.decode("utf-8-sig")

@@ -1,0 +1,212 @@
+"""Every format a run's logs come in, read by `hypotrack triage`: the same run's numbers whatever file holds them.
+
+- One plain TRL run on the toy lab (tests/triage_plain_trl.py, report_to="tensorboard") leaves all of its
+  own logs: the trainer_state.json of its checkpoint, the training_args.bin beside it, TensorBoard event
+  files under output_dir/runs/, and the dicts its Trainer printed on the console. Each is read on its own
+  and must give the same series.
+- A real public run (tests/fixtures/triage/real/, provenance in PROVENANCE.yaml): Unsloth's trainer_state.json
+  and its training_args.bin, read without torch.
+- Tracker exports written the way W&B, verl and OpenRLHF write them: several runs in one CSV, verl's metric
+  names, JSON records.
+- Files triage cannot read: one sentence naming the file, what it is and what to pass instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hypotrack.errors import HypotrackError
+from hypotrack.triage.keys import canonical_name
+from hypotrack.triage.sources import read_runs, read_source
+from hypotrack.triage.training_args import read_training_args, settings
+
+HERE = Path(__file__).resolve().parent
+REAL = HERE / "fixtures" / "triage" / "real"
+MARKER = "@@plain-trl-run@@"
+STEPS = 6
+
+
+# --------------------------------------------------------------------------- one real TRL run, every log it left
+
+
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory, toy_cache: Path) -> dict:
+    """A plain TRL GRPO run that logs to TensorBoard; its console output kept as a user's `| tee train.log`."""
+    out = tmp_path_factory.mktemp("formats")
+    env = {**os.environ, "HYPOTRACK_CACHE": str(toy_cache), "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
+    done = subprocess.run([sys.executable, str(HERE / "triage_plain_trl.py"), str(out), "clean", "--steps", str(STEPS),
+                           "--report-to", "tensorboard"], env=env, cwd=out, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    console = out / "train.log"
+    console.write_text(done.stderr + done.stdout)  # what `python train.py 2>&1 | tee train.log` keeps
+    run = next(json.loads(line[len(MARKER):]) for line in done.stdout.splitlines() if line.startswith(MARKER))
+    return {"output_dir": Path(run["output_dir"]), "console": console}
+
+
+@pytest.mark.slow
+def test_every_log_of_one_run_reads_the_same(plain_run):
+    output = plain_run["output_dir"]
+    state = read_source(str(output))
+    assert state.kind == "trainer_state" and state.params["beta"] == "0.0"  # training_args.bin, found beside it
+    assert state.params["num_generations"] == "4" and state.params["loss_type"] == "dapo"
+    events = list(output.rglob("*tfevents*"))
+    assert events, sorted(str(p.relative_to(output)) for p in output.rglob("*"))
+    board = read_source(str(events[0].parent))
+    console = read_source(str(plain_run["console"]))
+    assert (board.kind, console.kind) == ("tensorboard", "console")
+    for log in (board, console):
+        series = {canonical_name(k): v for k, v in log.series.items() if canonical_name(k)}
+        assert [s for s, _ in series["reward"]] == list(range(1, STEPS + 1)), log.kind
+        for (step, value), (same_step, expected) in zip(series["reward"], state.series["reward"]):
+            assert step == same_step and value == pytest.approx(expected, rel=1e-5, abs=1e-6), log.kind
+        assert set(series) >= {"loss", "reward", "reward_std", "frac_reward_zero_std", "rewards/arith_correct/mean"}
+
+
+@pytest.mark.slow
+def test_triage_of_a_tensorboard_folder_says_first_whether_the_run_learns(plain_run, run_cli):
+    result = run_cli("triage", plain_run["output_dir"] / "runs", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["kind"] == "tensorboard" and report["steps"] == STEPS
+    assert report["progress"]["state"] in ("learning", "flat", "getting worse", "unknown")
+    text = run_cli("triage", plain_run["console"])
+    assert text.returncode == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert lines[1].startswith("  the run first: "), lines[:3]  # before any hypothesis
+
+
+# --------------------------------------------------------------------------- a real public run: Unsloth, with its settings
+
+
+def test_unsloth_trainer_state_and_its_training_args_without_torch():
+    """IMJONEZZ/UnslothGRPO (MIT), outputs/checkpoint-250: a run that learned (correctness 0.23 -> 1.25)."""
+    folder = REAL / "unslothgrpo_ckpt250"
+    fields = read_training_args(folder / "training_args.bin")
+    assert fields["beta"] == 0.04 and fields["num_generations"] == 6 and fields["learning_rate"] == 5e-06
+    assert fields["lr_scheduler_type"] == "cosine"  # an enum, read as its value
+    log = read_source(str(folder))
+    assert log.params["beta"] == "0.04" and log.params["logging_steps"] == "1"
+    assert any("settings read from" in said for said in log.findings())
+    # nothing outside hypotrack was imported to read it
+    probe = subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
+                            "from hypotrack.triage.training_args import settings; "
+                            f"settings(Path({str(folder / 'training_args.bin')!r})); "
+                            "print(sorted(m for m in ('torch', 'transformers', 'trl', 'unsloth') if m in sys.modules))"],
+                           capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 0 and probe.stdout.strip() == "[]", probe.stderr
+
+
+def test_training_args_never_run_the_code_a_pickle_names(tmp_path):
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    path = tmp_path / "training_args.bin"
+    path.write_bytes(pickle.dumps({"learning_rate": 1e-6, "beta": 0.1, "payload": Payload()}))
+    assert read_training_args(path)["beta"] == 0.1
+    assert not marker.exists()
+    (tmp_path / "garbage").mkdir()
+    bad = tmp_path / "garbage" / "training_args.bin"
+    bad.write_bytes(b"PK\x03\x04not really a zip")
+    with pytest.raises(HypotrackError, match="not a transformers training_args.bin"):
+        settings(bad)
+
+
+# --------------------------------------------------------------------------- tracker exports
+
+
+def _rows(runs: dict[str, list[float]]) -> str:
+    """A W&B panel export: Step, then "<run> - <key>" with its __MIN / __MAX columns, for every run."""
+    header = ["Step"] + [f"{run} - train/{key}{suffix}" for run in runs for key in ("reward", "loss")
+                         for suffix in ("", "__MIN", "__MAX")]
+    lines = [",".join(header)]
+    for step in range(1, len(next(iter(runs.values()))) + 1):
+        cells = [str(step)]
+        for values in runs.values():
+            for value in (values[step - 1], 0.1):
+                cells += [str(value)] * 3
+        lines.append(",".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+def test_a_wandb_export_of_two_runs_is_two_runs(tmp_path, run_cli):
+    path = tmp_path / "wandb_export.csv"
+    path.write_text(_rows({"grpo-lr1e-6": [0.1 * s for s in range(1, 13)], "grpo-lr1e-5": [0.5] * 12}))
+    logs = read_runs(str(path))
+    assert [log.run for log in logs] == ["grpo-lr1e-6", "grpo-lr1e-5"]
+    assert all(not log.repeated for log in logs)
+    with pytest.raises(HypotrackError, match="holds 2 runs .*--run NAME"):
+        read_source(str(path))
+    assert read_source(str(path), run="grpo-lr1e-5").series["train/reward"][0] == (1, 0.5)
+    both = run_cli("triage", path, "--json")
+    assert both.returncode == 0, both.stderr
+    reports = json.loads(both.stdout)["runs"]
+    assert [r["run"] for r in reports] == ["grpo-lr1e-6", "grpo-lr1e-5"]
+    assert [r["progress"]["state"] for r in reports] == ["learning", "flat"]
+    one = run_cli("triage", path, "--run", "grpo-lr1e-6", "--json")
+    assert json.loads(one.stdout)["run"] == "grpo-lr1e-6"
+    missing = run_cli("triage", path, "--run", "nope")
+    assert missing.returncode != 0 and "Traceback" not in missing.stderr and "holds no run of that name" in missing.stderr
+
+
+def test_a_text_run_column_is_two_runs_not_a_resumed_one(tmp_path):
+    path = tmp_path / "metrics.csv"
+    lines = ["step,config,reward,kl"] + [f"{s},{name},{0.1 * s},{0.001 * s}" for name in ("baseline", "dense") for s in
+                                         range(1, 9)]
+    path.write_text("\n".join(lines) + "\n")
+    logs = read_runs(str(path))
+    assert [log.run for log in logs] == ["baseline", "dense"]
+    assert all(not log.repeated and len(log.series["reward"]) == 8 for log in logs)
+    assert not any("resumed" in said for log in logs for said in log.findings())
+
+
+def test_verl_metric_names_are_the_roles_triage_reads(tmp_path):
+    assert canonical_name("critic/score/mean") == "reward"
+    assert canonical_name("actor/entropy") == "entropy"
+    assert canonical_name("actor/kl_loss") == "kl"
+    assert canonical_name("response_length/mean") == "completions/mean_length"
+    assert canonical_name("response_length/clip_ratio") == "completions/clipped_ratio"
+    assert canonical_name("actor/grad_norm") == "grad_norm" and canonical_name("actor/lr") == "learning_rate"
+    assert canonical_name("train/actor_lr") == "learning_rate"  # OpenRLHF
+    # verl's console, one line a step (with Ray's prefix)
+    path = tmp_path / "verl.log"
+    path.write_text("".join(f"(TaskRunner pid=1) step:{s} - actor/entropy:{1.2 - s / 100:.3f} - critic/score/mean:"
+                            f"{s / 20:.3f} - response_length/mean:{300 + s} - training/global_step:{s}\n"
+                            for s in range(1, 11)))
+    log = read_source(str(path))
+    assert log.kind == "console" and log.series["critic/score/mean"][2] == (3, 0.15)
+
+
+def test_json_records_one_per_line(tmp_path):
+    path = tmp_path / "wandb-history.jsonl"
+    path.write_text("".join(json.dumps({"_step": s - 1, "train/global_step": s, "train/reward": s / 10,
+                                        "train/kl": None}) + "\n" for s in range(1, 6)) + '{"_step": 5, "train/')
+    log = read_source(str(path))
+    assert log.series["train/reward"] == [(s, s / 10) for s in range(1, 6)]  # the trainer's step, not W&B's row
+
+
+# --------------------------------------------------------------------------- what triage cannot read, said in one sentence
+
+
+@pytest.mark.parametrize("name, content, says", [
+    ("training_args.bin", b"\x80\x04K\x01.", "a checkpoint's training settings"),
+    ("model.safetensors", b"\x10\x00\x00\x00\x00\x00\x00\x00{}", "a checkpoint's weights"),
+    ("curve.png", b"\x89PNG\r\n\x1a\n\x00\x00", "an image"),
+    ("notes.txt", b"the run looked fine to me\n", "a text file with none of the metrics"),
+])
+def test_a_file_triage_cannot_read_gets_one_sentence(tmp_path, run_cli, name, content, says):
+    path = tmp_path / name
+    path.write_bytes(content)
+    result = run_cli("triage", path)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert says in result.stderr and name in result.stderr, result.stderr
+    assert "pass" in result.stderr  # what to pass instead
