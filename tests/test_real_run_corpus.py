@@ -1,0 +1,126 @@
+"""The corpus of public GRPO runs (tests/fixtures/real_runs/corpus.yaml): every entry says where its log came
+from and what happened in the run, and every log in it is one `hypotrack triage` reads without a traceback.
+
+The logs are public data fetched from the repositories that corpus.yaml names and are kept out of git; a test
+that needs one looks for it beside corpus.yaml (<slug>/) or in shared/real_runs/<slug>/ next to the checkout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+PROJECT = Path(__file__).resolve().parents[1]
+CORPUS_DIR = PROJECT / "tests" / "fixtures" / "real_runs"
+LOG_ROOTS = (CORPUS_DIR, PROJECT.parent / "shared" / "real_runs")
+ENTRIES = yaml.safe_load((CORPUS_DIR / "corpus.yaml").read_text())["entries"]
+HYPOTHESES = {path.name.split("_", 1)[0] for path in (PROJECT / "hypotheses").glob("h*.yaml")}
+OUTCOMES = {"learned", "flat", "worse", "unclear"}
+# Files in the corpus folder that are not logs: the corpus itself, what it generates, and its ignore rule.
+CORPUS_OWN_FILES = {"corpus.yaml", "holdout_before.md", ".gitignore"}
+# Logs triage cannot read yet, each with what stops it; an entry comes out when its reader is fixed.
+NOT_READ_YET = dict.fromkeys(
+    ("xling__training_log", "xling__training_a3_log"),
+    "a console log whose first line begins with '[' ('[gating] ...') is taken for JSON and refused")
+
+
+def _log_folder(slug: str) -> Path | None:
+    for root in LOG_ROOTS:
+        if (root / slug).is_dir():
+            return root / slug
+    return None
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e["slug"] for e in ENTRIES])
+def test_every_entry_says_where_its_log_came_from_and_what_happened(entry):
+    assert re.fullmatch(r"[a-z0-9.]+__[A-Za-z0-9._-]+", entry["slug"]), entry["slug"]
+    assert re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", entry["repository"])
+    assert re.fullmatch(r"[0-9a-f]{40}", entry["commit"])
+    assert entry["licence"] and entry["format"] and entry["run"]
+    assert entry["half"] in ("fit", "holdout")
+    assert entry["files"], "an entry names at least one log file"
+    for file in entry["files"]:
+        assert file["path"].endswith(file["file"]) and file["bytes"] > 0
+        assert re.fullmatch(r"[0-9a-f]{64}", file["sha256"])
+    label = entry["label"]
+    assert label["outcome"] in OUTCOMES
+    # A cause is a hypothesis the authors named or fixed, "unknown", or "none" for a run that did not fail.
+    assert label["cause"] in HYPOTHESES | {"unknown", "none"}, label["cause"]
+    assert label["cause"] != "none" or label["outcome"] in ("learned", "flat")
+    assert label["quote"].strip() and label["curves"].strip()
+
+
+def test_the_split_is_by_repository():
+    halves: dict[str, set[str]] = {}
+    for entry in ENTRIES:
+        halves.setdefault(entry["repository"], set()).add(entry["half"])
+    split = {repo: half for repo, half in halves.items() if len(half) > 1}
+    assert not split, f"repositories with runs in both halves: {split}"
+    assert {e["half"] for e in ENTRIES} == {"fit", "holdout"}
+
+
+def test_slugs_are_unique():
+    slugs = [e["slug"] for e in ENTRIES]
+    assert len(slugs) == len(set(slugs))
+
+
+def test_every_file_in_the_corpus_folder_is_listed():
+    listed = {(e["slug"], f["file"]) for e in ENTRIES for f in e["files"]}
+    unlisted = []
+    for root in LOG_ROOTS:
+        if not root.is_dir():
+            continue
+        for path in root.rglob("*"):
+            if path.is_file() and path.relative_to(root).parts[0] not in CORPUS_OWN_FILES:
+                relative = path.relative_to(root)
+                if len(relative.parts) != 2 or tuple(relative.parts) not in listed:
+                    unlisted.append(str(path))
+    assert not unlisted, f"files in the corpus that corpus.yaml does not list: {unlisted}"
+
+
+def _present(entry: dict) -> Path:
+    folder = _log_folder(entry["slug"])
+    if folder is None or not all((folder / f["file"]).is_file() for f in entry["files"]):
+        pytest.skip(f"{entry['slug']}'s log is not here: fetch it from {entry['repository']} at {entry['commit'][:10]} "
+                    f"into {CORPUS_DIR.relative_to(PROJECT)}/{entry['slug']}/ or shared/real_runs/{entry['slug']}/")
+    return folder
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e["slug"] for e in ENTRIES])
+def test_each_log_is_the_one_the_corpus_names(entry):
+    folder = _present(entry)
+    for file in entry["files"]:
+        data = (folder / file["file"]).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (file["bytes"], file["sha256"]), file["path"]
+
+
+def _source(entry: dict, folder: Path) -> Path:
+    names = [f["file"] for f in entry["files"]]
+    if "trainer_state.json" in names:
+        return folder
+    return folder / next(n for n in names if not n.endswith(".bin"))
+
+
+def _readability_case(entry: dict):
+    reason = NOT_READ_YET.get(entry["slug"])
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(entry, id=entry["slug"], marks=marks)
+
+
+@pytest.mark.parametrize("entry", [_readability_case(e) for e in ENTRIES])
+def test_triage_reads_every_log_of_the_corpus(entry, tmp_path):
+    source = _source(entry, _present(entry))
+    env = {**os.environ, "HYPOTRACK_DB": str(tmp_path / "registry.db")}
+    done = subprocess.run([sys.executable, "-m", "hypotrack.cli", "triage", str(source), "--json"],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["steps"] > 0
