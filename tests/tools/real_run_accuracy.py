@@ -13,7 +13,9 @@ Scores, per half (tune on `fit`, report `holdout`):
 - false suspects per 10 runs: suspects named on runs labelled `learned` or with cause `none`, plus
   suspects other than the labelled cause on runs whose cause is known, per 10 such runs (runs whose
   cause is unknown or unclear are not scored: nothing says which suspect would be false);
-- unreadable: logs the tool could not read (a non-zero exit, a traceback, or no logged step).
+- unreadable: logs the tool could not read (a non-zero exit, a traceback, or no logged step);
+- verdict agrees: where the label says the run learned, was flat or got worse, whether the tool's verdict on
+  the run says the same (hypotrack's `progress.state`; rldoctor gives no such verdict).
 
     python tests/tools/real_run_accuracy.py                      # writes docs/real-runs.md
     python tests/tools/real_run_accuracy.py --half holdout --out tests/fixtures/real_runs/holdout_before.md
@@ -49,6 +51,8 @@ RLDOCTOR_AS_HYPOTHESIS = {
     "grad_pathology": "h16", "reward_composition": "h20",
 }
 RLDOCTOR_RAISED = {"WARNING", "CRITICAL"}
+# hypotrack's verdict on the run, by the label's outcome it agrees with.
+VERDICT_OF_OUTCOME = {"learned": "learning", "flat": "flat", "worse": "getting worse"}
 
 
 @dataclass
@@ -102,16 +106,9 @@ def run_hypotrack(source: Path, tree: Path | None) -> Reading:
 
 
 def run_verdict(report: dict) -> str:
-    """Whether triage says the run is learning, when its report says so (absent from older reports)."""
-    for key in ("progress", "run", "verdict", "trend"):
-        value = report.get(key)
-        if isinstance(value, str):
-            return value
-        if isinstance(value, dict):
-            for inner in ("verdict", "state", "outcome", "summary"):
-                if isinstance(value.get(inner), str):
-                    return value[inner]
-    return ""
+    """Whether triage says the run learns, is flat or gets worse (`progress.state`; older reports have none)."""
+    progress = report.get("progress")
+    return progress.get("state", "") if isinstance(progress, dict) else ""
 
 
 def tool(name: str) -> str | None:
@@ -163,12 +160,14 @@ class Score:
     scored_for_false: int = 0
     false_suspects: int = 0
     unreadable: int = 0
+    verdicts: int = 0
+    verdicts_agree: int = 0
 
     def line(self) -> str:
         per10 = 10 * self.false_suspects / self.scored_for_false if self.scored_for_false else 0.0
         return (f"{self.runs} | {self.learned_clean}/{self.learned} | {self.first}/{self.known} | "
                 f"{self.top3}/{self.known} | {per10:.1f} ({self.false_suspects} on {self.scored_for_false}) | "
-                f"{self.unreadable}")
+                f"{self.unreadable} | {f'{self.verdicts_agree}/{self.verdicts}' if self.verdicts else '-'}")
 
 
 def score(rows: list[Row], tool: str) -> Score:
@@ -183,6 +182,9 @@ def score(rows: list[Row], tool: str) -> Score:
             s.unreadable += 1
         named = as_hypotheses(tool, reading.suspects)
         cause = label.get("cause")
+        if tool == "hypotrack" and label["outcome"] in VERDICT_OF_OUTCOME:
+            s.verdicts += 1
+            s.verdicts_agree += reading.verdict == VERDICT_OF_OUTCOME[label["outcome"]]
         if label["outcome"] == "learned":
             s.learned += 1
             s.learned_clean += not named
@@ -215,8 +217,9 @@ def render(rows: list[Row], title: str) -> str:
            "`tests/fixtures/real_runs/corpus.yaml`.", ""]
     halves = sorted({r.entry["half"] for r in rows}, key=lambda h: h != "holdout")
     out += ["## Scores", "",
-            "| half | tool | runs | learned, no suspect | cause first | cause in top 3 | false suspects per 10 runs | unreadable |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+            "| half | tool | runs | learned, no suspect | cause first | cause in top 3 | false suspects per 10 runs "
+            "| unreadable | verdict agrees |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for half in halves:
         these = [r for r in rows if r.entry["half"] == half]
         out.append(f"| {half} | hypotrack | {score(these, 'hypotrack').line()} |")
