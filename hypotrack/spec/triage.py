@@ -49,6 +49,11 @@ DERIVED_METRICS: dict[str, str] = {
                                  "score can have at that mean: 1 for a two-valued reward (0/1, 0/10, 0/-5), below 1 "
                                  "for graded scores; the passing score is 1 for a reward in [0, 1], else read from "
                                  "the logs ((std^2 + mean^2) / mean is the same at every step only for two values)",
+    "entropy/per_completion": "the policy's entropy over a whole completion: TRL's per-token entropy times "
+                              "completions/mean_length (near 0 when a group's completions come out the same)",
+    "task_reward/pass_share": "the task reward's mean as a share of its passing score (1 for a reward in [0, 1], "
+                              "else read from the logs as for binary_spread): near 0 when almost nothing scores, "
+                              "near 1 when almost everything does",
     "task_reward/zero_group_share_min": "for a two-valued task reward: at least this share of the groups scored 0 on "
                                         "every completion (frac_reward_zero_std minus the share of passing "
                                         "completions)",

@@ -65,6 +65,7 @@ class TriageReport:
 
 
 MIN_RANK_STEPS = 2  # the fewest logged steps triage ranks on
+MAX_OTHER_CHOICES = 4  # other task reward choices weighed, to say where the suspects would differ
 
 
 def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) -> TriageReport:
@@ -74,6 +75,7 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
     findings = log.findings()
     functions = reward_functions(run)
     roles = assign_roles(run, functions, task_reward)
+    underived = RunLog(source=run.source, kind=run.kind, series=dict(run.series), params=dict(run.params))
     add_derived(run, roles)
     for func in constant_auxiliary(run, roles):
         # Group scaling subtracts each group's mean, so a reward that is the same for every completion adds
@@ -91,6 +93,8 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
         ranking, unranked = [], []
     else:
         ranking, unranked = rank(run, hypotheses, needs)
+        if task_reward is None and roles.task is not None:
+            roles.assumed += _other_task_choices(underived, functions, roles.task, hypotheses, needs, ranking)
     progress = run_progress(run)
     if progress.state == LEARNING:
         for entry in ranking:
@@ -99,6 +103,22 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
                         assumed=roles.assumed, ranking=ranking, unranked=unranked,
                         expected=expected_readings(run), requirements=needs, renamed=named.renamed,
                         ignored=named.ignored, findings=findings, progress=progress, run=log.run)
+
+
+def _other_task_choices(log: RunLog, functions: list[str], chosen: str, hypotheses: dict, needs: dict,
+                        ranking: list[Ranked]) -> list[str]:
+    """Where the suspects would differ had another function been the task reward (the choice is a guess)."""
+    said = []
+    suspects = [e.id for e in ranking if e.suspect]
+    for other in [f for f in functions if f != chosen][:MAX_OTHER_CHOICES]:
+        copy = RunLog(source=log.source, kind=log.kind, series=dict(log.series), params=dict(log.params))
+        other_roles = assign_roles(copy, functions, other)
+        add_derived(copy, other_roles)
+        theirs = [e.id for e in rank(copy, hypotheses, needs)[0] if e.suspect]
+        if theirs != suspects:
+            said.append(f"with {other} as the task reward the suspects would be {', '.join(theirs) or 'none'} instead of "
+                        f"{', '.join(suspects) or 'none'} (--task-reward {other})")
+    return said
 
 
 def triage(source: str, hypotheses: dict, task_reward: str | None = None,

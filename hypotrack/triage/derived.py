@@ -50,6 +50,7 @@ def add_derived(log: RunLog, roles: Roles) -> None:
         _put(log, "task_reward/mean", list(log.series["reward"]))
         _put(log, "task_reward/std", list(log.series.get("reward_std", [])))
     _prompt_tokens(log)
+    _completion_entropy(log)
     _first_step_kl(log)
     _implied_kl_coefficient(log)
     _undercounted_ties(log)
@@ -66,6 +67,7 @@ def _task_reward(log: RunLog, roles: Roles) -> None:
     scale = _pass_value(mean, std)
     if scale is None:
         return
+    _put(log, "task_reward/pass_share", [(s, m / scale) for s, m in mean.items()])
     # As a share of the passing score: 0 < p < 1 for a reward that pays `scale` to some completions, 0 to others.
     share = {s: m / scale for s, m in mean.items()}
     spread = [(s, std[s] / (abs(scale) * math.sqrt(p * (1 - p)))) for s, p in share.items() if s in std and 0 < p < 1]
@@ -228,6 +230,13 @@ def _ties_over_independent(log: RunLog, roles: Roles) -> None:
         return
     _put(log, "ties/excess_over_independent",
          [(s, tied[s] - (p ** size + (1 - p) ** size)) for s, p in mean.items() if s in tied])
+
+
+def _completion_entropy(log: RunLog) -> None:
+    # TRL's entropy is per token: a long completion at 0.1 nats a token still differs from its group's others,
+    # a three-token one at 0.1 nats a token mostly does not. What ties a group is the entropy of the whole completion.
+    lengths = _by_step(log, "completions/mean_length")
+    _put(log, "entropy/per_completion", [(s, e * lengths[s]) for s, e in log.series.get("entropy", []) if s in lengths])
 
 
 def _first_step_kl(log: RunLog) -> None:

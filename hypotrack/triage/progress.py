@@ -28,6 +28,12 @@ CLEAR_T = 2.0  # the change over its (autocorrelation-widened) standard error
 MIN_SHARE = 0.1  # the smallest change that counts, as a share of the reward's spread (or level)
 MIN_STEPS = 6  # fewer logged steps than this give no trend worth a word
 LEARNING, FLAT, WORSE, UNKNOWN = "learning", "flat", "getting worse", "unknown"
+# A flat run whose policy barely moves though its groups carry advantages: no hypothesis covers it yet.
+STILL = "updates too small to move the policy"
+STILL_TIED_MAX = 0.5  # at most this share of groups tied on average: most carry an advantage
+STILL_KL_MAX = 0.01  # nats per token to the reference over the last steps
+STILL_ENTROPY_CHANGE = 0.1  # relative change of the entropy between the first and last steps
+STILL_WINDOW = 10
 
 
 @dataclass
@@ -45,6 +51,9 @@ class Progress:
     t: float = 0.0
     smallest_change: float = 0.0  # what MIN_SHARE makes of the reward's scale
     why: str = ""
+    # On a flat run: what the logs say of why, where no hypothesis covers it (updates too small to move the policy)
+    verdict: str = ""
+    verdict_why: str = ""
 
     def sentence(self) -> str:
         if self.state == UNKNOWN:
@@ -52,13 +61,15 @@ class Progress:
         verb = {LEARNING: "is learning", FLAT: "is flat", WORSE: "is getting worse"}[self.state]
         return (f"the run {verb} on {self.metric}: {self.start:.4g} -> {self.end:.4g} (first and last quarter of "
                 f"steps {self.first_step}-{self.last_step}; change {self.change:+.3g}, 95% interval {self.change_low:+.3g} to "
-                f"{self.change_high:+.3g}; a change counts from {self.smallest_change:.3g}){self.why}")
+                f"{self.change_high:+.3g}; a change counts from {self.smallest_change:.3g}){self.why}"
+                + (f". {self.verdict[0].upper()}{self.verdict[1:]}: {self.verdict_why}" if self.verdict else ""))
 
     def as_json(self) -> dict[str, Any]:
         return {"state": self.state, "metric": self.metric, "steps": self.steps, "first_step": self.first_step,
                 "last_step": self.last_step, "start": self.start, "end": self.end, "change": self.change,
                 "change_95": [self.change_low, self.change_high], "t": self.t,
-                "smallest_change": self.smallest_change, "sentence": self.sentence()}
+                "smallest_change": self.smallest_change, "verdict": self.verdict or None,
+                "verdict_why": self.verdict_why or None, "sentence": self.sentence()}
 
 
 def run_progress(log: RunLog) -> Progress:
@@ -86,8 +97,50 @@ def run_progress(log: RunLog) -> Progress:
     else:
         state = FLAT
     half = 1.96 * stderr
-    return Progress(state, metric, len(points), points[0][0], points[-1][0], start, end, change, change - half,
-                    change + half, t, smallest)
+    progress = Progress(state, metric, len(points), points[0][0], points[-1][0], start, end, change, change - half,
+                        change + half, t, smallest)
+    if state == FLAT:
+        progress.verdict_why = _policy_still(log)
+        if progress.verdict_why:
+            progress.verdict = STILL
+    return progress
+
+
+def _window(values: list[float]) -> int:
+    """STILL_WINDOW logged steps, or a quarter of a shorter run's."""
+    return max(1, min(STILL_WINDOW, len(values) // 4))
+
+
+def _policy_still(log: RunLog) -> str:
+    """Why a flat run's updates look too small to move the policy, or '' when the logs do not say so: groups have
+    reward variance to learn from, yet the policy stays at its reference (kl) and keeps its entropy."""
+    tied = [v for _, v in log.series.get("frac_reward_zero_std", [])]
+    stds = [v for _, v in log.series.get("task_reward/std", log.series.get("reward_std", []))]
+    if tied:
+        if statistics.fmean(tied) > STILL_TIED_MAX:
+            return ""
+        signal = f"{statistics.fmean(tied):.0%} of groups tied on average, so most carry an advantage"
+    elif stds and statistics.median(stds) > 0:
+        signal = f"the reward varies within a step (median std {statistics.median(stds):.3g})"
+    else:
+        return ""
+    moved = []
+    kl = [v for _, v in log.series.get("kl", [])]
+    if kl and max(kl) > 0:
+        last = statistics.fmean(kl[-_window(kl):])
+        if last > STILL_KL_MAX:
+            return ""
+        moved.append(f"kl {last:.2g} over the last steps")
+    entropy = [v for _, v in log.series.get("entropy", [])]
+    if len(entropy) >= 4 and statistics.fmean(entropy[:_window(entropy)]) > 0:
+        first, last = statistics.fmean(entropy[:_window(entropy)]), statistics.fmean(entropy[-_window(entropy):])
+        if abs(last / first - 1) > STILL_ENTROPY_CHANGE:
+            return ""
+        moved.append(f"entropy {first:.3g} -> {last:.3g}")
+    if not moved:
+        return ""
+    return (f"{signal}, yet the policy barely moves ({'; '.join(moved)}): each update is too small to change what it "
+            "samples (a learning rate or gradient clipping too small for the model, or too few steps)")
 
 
 def _spread(log: RunLog, metric: str) -> float:

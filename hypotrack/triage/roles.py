@@ -2,7 +2,10 @@
 
 A run handed to triage may come without an experiment file, so the roles are read from the logs:
 every `rewards/<func>/mean` TRL logged is a reward function; the task reward is the one the user
-names (`--task-reward`), else the first one logged. The weights come from the run's params
+names (`--task-reward`), else the one the names and the logs point at (task_candidates): a name that
+says correctness (accuracy, correct, answer, solved, ...) and no shaping word (format, length, penalty,
+xml, ...), never a penalty that is at most 0 by design nor a function that scores every completion alike;
+then the heaviest of those left, then the first listed. The weights come from the run's params
 (`reward_weights`, which TRL's MLflow callback logs), else from the logs themselves: TRL's `reward`
 is the weighted sum of the functions' means at every step, so least squares recovers the weights.
 Every assumption is said in words, for the report.
@@ -11,12 +14,19 @@ Every assumption is said in words, for the report.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from hypotrack.errors import HypotrackError
 
 from .runlog import RunLog
 
+# Name stems that say a reward function scores correctness, and ones that say it shapes the answer instead.
+CORRECTNESS_WORDS = ("accura", "correct", "answer", "solve", "success", "pass", "exact", "match", "equal", "verif",
+                     "win", "execution", "exec", "result", "acc", "em", "task", "score", "judge", "grade")
+SHAPING_WORDS = ("format", "fmt", "length", "len", "penalt", "style", "xml", "tag", "think", "soft", "strict",
+                 "repetit", "repeat", "count", "lang", "cosine", "int", "digit", "divers", "overlong", "structure",
+                 "brev", "concise", "reason", "markdown", "json", "syntax", "kl", "entropy", "valid")
 # The weighted sum must reproduce TRL's reward this closely (float32 means) for inferred weights to be used.
 FIT_TOLERANCE = 1e-3
 
@@ -42,25 +52,67 @@ def assign_roles(log: RunLog, functions: list[str], task_reward: str | None) -> 
                                  f"(logged: {', '.join(functions)})")
         task, how = task_reward, "named by --task-reward"
     else:
-        task, how = _default_task(functions, weights)
+        task, how = _default_task(log, functions, weights)
     roles = Roles(task, [f for f in functions if f != task], weights)
     roles.assumed += [f"task reward: {task} ({how})", said]
     return roles
 
 
-def _default_task(functions: list[str], weights: dict[str, float]) -> tuple[str, str]:
-    """The heaviest reward function, else the first listed.
+def _default_task(log: RunLog, functions: list[str], weights: dict[str, float]) -> tuple[str, str]:
+    """The function the names and the logs say measures the task (task_candidates), the heaviest of several.
 
-    trainer_state.json and MLflow list metric keys alphabetically, so the order TRL logged the functions
-    in is lost; the task reward is usually the one that weighs most (format and style rewards shape).
+    trainer_state.json and MLflow list metric keys alphabetically, so the order TRL logged the functions in is
+    lost, and a weight says how much a reward shapes, not whether it is the task: a format reward weighted 3x
+    is still a format reward.
     """
-    ranked = sorted(functions, key=lambda f: -abs(weights[f]))
     hint = "; name another with --task-reward NAME"
-    if len(ranked) > 1 and abs(weights[ranked[0]]) > abs(weights[ranked[1]]):
-        return ranked[0], f"the reward function with the largest weight{hint}"
     if len(functions) == 1:
         return functions[0], "the only reward function logged"
-    return functions[0], f"the first reward function listed, the weights being equal{hint}"
+    candidates, why = task_candidates(log, functions)
+    ranked = sorted(candidates, key=lambda f: -abs(weights[f]))
+    if len(ranked) == 1:
+        return ranked[0], f"{why}{hint}"
+    if abs(weights[ranked[0]]) > abs(weights[ranked[1]]):
+        return ranked[0], f"{why}, and the largest weight among them{hint}"
+    return ranked[0], f"{why}, the first of them listed{hint}"
+
+
+def _words_of(name: str) -> list[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w]
+
+
+def _says(name: str, stems: tuple[str, ...]) -> bool:
+    """A word of the name is a stem of three letters or fewer, or starts with a longer one."""
+    return any(word == stem or (len(stem) > 3 and word.startswith(stem)) for word in _words_of(name) for stem in stems)
+
+
+def task_candidates(log: RunLog, functions: list[str]) -> tuple[list[str], str]:
+    """The functions that may measure the task, and why: a penalty at most 0 by design, or a function that gives
+    every completion the same score, is auxiliary; among the rest, names that say correctness come first."""
+    def means(func: str) -> list[float]:
+        return [v for _, v in log.series.get(f"rewards/{func}/mean", [])]
+
+    def stds(func: str) -> list[float]:
+        return [v for _, v in log.series.get(f"rewards/{func}/std", [])]
+
+    penalties = [f for f in functions if means(f) and max(means(f)) <= 0 < -min(means(f))]
+    constant = [f for f in functions if stds(f) and max(stds(f)) <= 1e-9 and f not in penalties]
+    left = [f for f in functions if f not in penalties and f not in constant] or list(functions)
+    named = [f for f in left if _says(f, CORRECTNESS_WORDS) and not _says(f, SHAPING_WORDS)]
+    set_aside = []
+    if penalties:
+        set_aside.append(f"{', '.join(penalties)} at most 0 at every step (a penalty)")
+    if constant:
+        set_aside.append(f"{', '.join(constant)} the same for every completion")
+    aside = f" ({'; '.join(set_aside)}: auxiliary)" if set_aside and left != functions else ""
+    if named:
+        return named, f"its name says it scores correctness{aside}"
+    shaping = [f for f in left if _says(f, SHAPING_WORDS)]
+    rest = [f for f in left if f not in shaping] or left
+    if rest != left:
+        return rest, f"the reward function whose name says no shaping ({', '.join(shaping)} shape the answer){aside}"
+    return left, f"no name says which one scores correctness{aside}"
 
 
 def _weights(log: RunLog, functions: list[str]) -> tuple[dict[str, float], str]:

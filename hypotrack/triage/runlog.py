@@ -9,6 +9,9 @@ Points = list[tuple[int, float]]
 # Written with every log entry, the end-of-training summary (train_runtime, train_loss) included: its second
 # value at the last step is that summary, not a step logged again.
 BOOKKEEPING = frozenset({"epoch", "step"})
+# Non-finite values at no more than this share of a metric's logged steps, followed by finite ones, are skipped
+# steps rather than a divergence.
+ISOLATED_SHARE = 0.05
 
 
 @dataclass
@@ -64,7 +67,17 @@ class RunLog:
         for name, points in sorted(self.nonfinite.items(), key=lambda item: item[1][0][0]):
             step, value = points[0]
             word = "NaN" if math.isnan(value) else "infinite"
-            logged = len(self.series.get(name, [])) + len(points)
+            finite = self.series.get(name, [])
+            logged = len(finite) + len(points)
+            after = [s for s, _ in finite if s > points[-1][0]]
+            if after and len(points) <= max(1, ISOLATED_SHARE * logged):
+                # A value that recovers is a step skipped, not a divergence: fp16's grad scaler skips a step whose
+                # gradients overflow (and logs their norm as NaN or inf), then training goes on.
+                steps = ", ".join(str(s) for s, _ in points[:5]) + (" ..." if len(points) > 5 else "")
+                out.append(f"{name} was {word} at step{'s' if len(points) > 1 else ''} {steps} ({len(points)} of "
+                           f"{logged} logged steps) and finite at the {len(after)} logged step(s) after: isolated "
+                           "steps, as when fp16's grad scaler skips a step whose gradients overflow, not a divergence")
+                continue
             out.append(f"{name} became {word} at step {step} ({len(points)} of {logged} logged steps): the run "
                        "diverged there; the steps with finite values are the ones read")
         if self.repeated:
