@@ -172,42 +172,68 @@ def init_project(root: Path) -> tuple[list[Path], list[Path]]:
     return created, kept
 
 
-# Flags a training script commonly takes -> (where they go in a command experiment, what they stand for).
-COMMON_FLAGS = {
-    "--seed": ("seed", None), "--max-steps": ("max_steps", None), "--max_steps": ("max_steps", None),
-    "--output-dir": ("output_dir", None), "--output_dir": ("output_dir", None),
-    "--beta": ("kl_beta", "beta"), "--kl-beta": ("kl_beta", "beta"), "--kl_beta": ("kl_beta", "beta"),
-    "--lr": ("learning_rate_factor", "learning_rate"), "--learning-rate": ("learning_rate_factor", "learning_rate"),
-    "--learning_rate": ("learning_rate_factor", "learning_rate"),
-    "--scale-rewards": ("scale_rewards", None), "--scale_rewards": ("scale_rewards", None),
-    "--max-prompt-length": ("max_prompt_length", None), "--max_prompt_length": ("max_prompt_length", None),
+# Settings a training script commonly takes -> (where they go in a command experiment, what they stand for). A flag
+# (--seed) or a key=value argument (seed=1, trainer.seed=1: Hydra's overrides, as verl and many research codebases
+# take them) is recognised by its name: the flag's, or the key's last dotted part, "-" read as "_".
+COMMON_SETTINGS = {
+    "seed": ("seed", None), "max_steps": ("max_steps", None), "total_training_steps": ("max_steps", None),
+    "output_dir": ("output_dir", None), "default_local_dir": ("output_dir", None),
+    "beta": ("kl_beta", "beta"), "kl_beta": ("kl_beta", "beta"), "kl_coef": ("kl_beta", "beta"),
+    "kl_loss_coef": ("kl_beta", "beta"),
+    "lr": ("learning_rate_factor", "learning_rate"), "learning_rate": ("learning_rate_factor", "learning_rate"),
+    "scale_rewards": ("scale_rewards", None), "max_prompt_length": ("max_prompt_length", None),
 }
 COMMAND_TEMPLATE = """\
 # Your own training script as an experiment: every hypothesis is tested through it. Its control arm is
 # the command as written; its treatment arm the command with the hypothesis's change, passed through the
-# flags mapped below (argparse takes the last of a repeated flag). hypotrack watches every GRPOTrainer the
-# script builds, so the hypotheses' diagnostics run inside it. `hypotrack run h03 --experiment {name}
-# --dry-run` prints both command lines; a hypothesis whose change has no mapping here is refused, naming it.
+# arguments mapped below (appended after yours: argparse and Hydra take the last of a repeated one).
+# hypotrack watches every GRPOTrainer the script builds, so the hypotheses' diagnostics run inside it.
+# `hypotrack run h03 --experiment {name} --dry-run` prints both command lines; a hypothesis whose change
+# has no mapping here is refused, naming it.
 name: {name}
 command:
   run: {run}
+  cwd: {cwd}                    # where the command runs (relative to this file): where you typed it
 {known}  # reward_functions: [correctness, format]   # the names your rewards are logged under, task first
   # reference_column: answer    # the dataset column with each row's correct answer (h11 and h13 read it)
-  treatments:                   # hypotrack's change -> your flag ({{value}}: the treatment's value)
+  treatments:{empty}             # hypotrack's change -> your argument ({{value}}: the treatment's value)
 {treatments}task_reward: CHANGE_ME              # the name TRL logs your task reward under (rewards/<name>/mean)
 settings: {{{settings}}}        # what the command runs with: requirements (beta > 0) and factors read it
 # lora: {{enabled: false}}      # if the script trains without LoRA (h06 then does not apply)
-seeds: [0, 1]
+{seeds}
 max_steps: 30                   # the steps each arm trains, once command.max_steps is mapped
 """
 ALL_TREATMENTS = ("kl_beta", "scale_rewards", "peft", "learning_rate_factor", "num_generations_factor",
                   "max_prompt_length", "task_reward_only", "plain_sampling", "max_completion_length_factor")
 EXAMPLE_MAPPING = {"peft": "{false: --no-peft}", "task_reward_only": "{true: --rewards correctness}",
                    "plain_sampling": "{true: --temperature 1.0}"}
+RUN_KEYS = ("seed", "max_steps", "output_dir")
 
 
-def command_experiment(command: str, name: str = "my_script") -> str:
-    """The text of a command experiment for ``command``, its flags mapped where their names are common ones."""
+def _recognised(argv: list[str]) -> list[tuple[str, str, str | None, str]]:
+    """(hypotrack key, the argument's template, the setting it declares, its value as written) per known argument."""
+    found = []
+    for index, arg in enumerate(argv[1:], start=1):
+        if arg.startswith("-"):  # --flag value, --flag=value
+            flag, equals, inline = arg.partition("=")
+            name = flag.lstrip("-")
+            value = inline if equals else (argv[index + 1] if index + 1 < len(argv) else "")
+            template = f"{flag} {{value}}"
+        elif "=" in arg and not arg.startswith("="):  # key=value, +key=value, a.b.key=value (Hydra)
+            key, _, value = arg.partition("=")
+            name = key.lstrip("+~").rsplit(".", 1)[-1]
+            template = f"{key.lstrip('+~')}={{value}}" if not key.startswith("~") else ""
+        else:
+            continue
+        known = COMMON_SETTINGS.get(name.replace("-", "_"))
+        if known is not None and template:
+            found.append((known[0], template, known[1], value))
+    return found
+
+
+def command_experiment(command: str, name: str = "my_script", cwd: str = ".") -> str:
+    """The text of a command experiment for ``command``, run in ``cwd`` (relative to the experiment file), its
+    arguments mapped where their names are common ones."""
     import shlex
 
     try:
@@ -218,35 +244,39 @@ def command_experiment(command: str, name: str = "my_script") -> str:
         raise HypotrackError("--command is empty: give the command you train with, e.g. \"python train.py --lr 1e-6\"")
     mapped: dict[str, str] = {}
     settings: dict[str, str] = {}
-    for index, arg in enumerate(argv):
-        flag, _, inline = arg.partition("=")
-        if flag not in COMMON_FLAGS:
-            continue
-        key, setting = COMMON_FLAGS[flag]
-        mapped.setdefault(key, f"{flag} {{value}}")
-        value = inline or (argv[index + 1] if index + 1 < len(argv) else "")
+    for key, template, setting, value in _recognised(argv):
+        mapped.setdefault(key, template)
         if setting and value:
             try:
                 number = repr(float(value))
-                # a YAML number: PyYAML reads an exponent without a dot (1e-06) as text
-                settings[setting] = number.replace("e", ".0e") if "e" in number and "." not in number else number
             except ValueError:
-                pass
-    for key in ("seed", "max_steps", "output_dir"):
-        mapped.setdefault(key, "")
-    known = "".join(f"  {key}: {mapped[key]}\n" if mapped[key] else f"  # {key}: --{key.replace('_', '-')} {{value}}\n"
-                    for key in ("seed", "max_steps", "output_dir"))
-    treatments = "".join(f"    {key}: {mapped[key]}\n" if key in mapped else
+                continue
+            # a YAML number: PyYAML reads an exponent without a dot (1e-06) as text
+            settings[setting] = number.replace("e", ".0e") if "e" in number and "." not in number else number
+    known = "".join(f"  {key}: {_yaml_text(mapped[key])}\n" if key in mapped
+                    else f"  # {key}: --{key.replace('_', '-')} {{value}}\n" for key in RUN_KEYS)
+    treatments = "".join(f"    {key}: {_yaml_text(mapped[key])}\n" if key in mapped else
                          f"    # {key}: {EXAMPLE_MAPPING.get(key, '--your-flag {value}')}\n" for key in ALL_TREATMENTS)
-    return COMMAND_TEMPLATE.format(name=name, run=_yaml_text(command), known=known, treatments=treatments,
+    # with nothing mapped the key still holds a mapping, {}, not YAML's null
+    empty = "" if any(key in mapped for key in ALL_TREATMENTS) else " {}"
+    seeds = ("seeds: [0, 1]" if "seed" in mapped else
+             "seeds: [0]                      # one: without command.seed every seed would run the same command")
+    return COMMAND_TEMPLATE.format(name=name, run=_yaml_text(command), cwd=_yaml_text(cwd), known=known,
+                                   treatments=treatments, empty=empty, seeds=seeds,
                                    settings=", ".join(f"{k}: {v}" for k, v in settings.items()))
 
 
-def write_command_experiment(root: Path, command: str, name: str = "my_script") -> Path:
+def write_command_experiment(root: Path, command: str, name: str = "my_script", typed_in: Path | None = None) -> Path:
+    """experiments/<name>.yaml under ``root`` for ``command``, which runs where it was typed (``typed_in``, the
+    working directory by default), as it did for the user."""
+    import os
+
     path = root / "experiments" / f"{name}.yaml"
     if path.exists():
         raise HypotrackError(f"{path} already exists: edit it, or remove it to write a new one")
-    text = command_experiment(command, name)
+    where = Path(typed_in or Path.cwd()).resolve()
+    cwd = Path(os.path.relpath(where, path.parent.resolve())).as_posix()
+    text = command_experiment(command, name, cwd)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")

@@ -128,8 +128,9 @@ def test_init_command_writes_an_experiment_whose_common_flags_are_mapped(tmp_pat
     project = tmp_path / "project"
     shutil.copytree(SCRIPT_DIR, project / "experiments", ignore=shutil.ignore_patterns("*.yaml"))
     env = {**env, "HYPOTRACK_PROJECT": str(project)}
+    # typed in the folder that holds the script, where the command runs
     result = cli(["init", str(project), "--command", "python train_sums.py --lr 1e-6 --beta 0.04 --seed 3"], env,
-                 tmp_path)
+                 project / "experiments")
     assert result.returncode == 0, result.stderr
     written = project / "experiments" / "my_script.yaml"
     data = yaml.safe_load(written.read_text())

@@ -12,8 +12,9 @@ from hypotrack.cli.context import Context, pass_ctx
 @click.command()
 @click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--command", "command", metavar="'python train.py ...'",
-              help="Also write experiments/my_script.yaml: your own training command as an experiment, its common "
-                   "flags mapped to hypotrack's treatments and the rest commented.")
+              help="Also write experiments/my_script.yaml: your own training command as an experiment, run where you "
+                   "type this, its common flags and key=value arguments mapped to hypotrack's treatments and the rest "
+                   "commented.")
 @pass_ctx
 def init(ctx: Context, directory: Path | None, command: str | None) -> None:
     """Start a project here (or in DIRECTORY): hypotheses/ and experiments/ with a run template.
@@ -33,7 +34,9 @@ def init(ctx: Context, directory: Path | None, command: str | None) -> None:
 
     root = Project.locate(directory or ctx.project_root).root
     if command is not None:
-        click.echo(f"created {write_command_experiment(root, command)}: set task_reward, check the mapping, then "
+        # the command runs where the user typed it (the experiment's command.cwd says so)
+        written = write_command_experiment(root, command, typed_in=Path.cwd())
+        click.echo(f"created {written}: set task_reward, check the mapping, then "
                    "hypotrack run h03 --experiment my_script --dry-run")
     created, kept = init_project(root)
     for path in created:

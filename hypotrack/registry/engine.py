@@ -57,7 +57,7 @@ class Registry:
     url: str
     engine: Engine
 
-    def session(self):  # noqa: ANN201 - an ORM Session; the ORM is imported only by writers
+    def session(self):
         from sqlalchemy.orm import Session
 
         return Session(self.engine, expire_on_commit=False)
@@ -165,7 +165,7 @@ def _make_engine(url: str) -> Engine:
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
 
     @event.listens_for(engine, "connect")
-    def _pragmas(dbapi_connection, _record):  # noqa: ANN001
+    def _pragmas(dbapi_connection, _record):
         # Take control of transactions so every one starts with BEGIN IMMEDIATE: a
         # deferred transaction that later upgrades to a write lock fails with
         # "database is locked" without waiting for busy_timeout.
@@ -178,7 +178,7 @@ def _make_engine(url: str) -> Engine:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _begin(connection):  # noqa: ANN001
+    def _begin(connection):
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
@@ -192,6 +192,25 @@ def _lock_path(url: str) -> Path:
     return Path(tempfile.gettempdir()) / f"hypotrack-{digest}.migrate.lock"
 
 
+def known_revisions() -> list[str]:
+    """The schema revisions this hypotrack has migrations for, oldest first (read from the file names: no alembic)."""
+    return sorted(path.name.split("_", 1)[0] for path in (migrations_dir() / "versions").glob("[0-9]*_*.py"))
+
+
+def refuse_unknown_revision(url: str, revision: str | None) -> None:
+    """A registry stamped with a revision this hypotrack has no migration for was written by a newer hypotrack:
+    nothing here can read or migrate it (alembic would only say it cannot locate the revision)."""
+    if revision is None or revision in known_revisions():
+        return
+    from hypotrack import __version__
+
+    by = "a newer hypotrack than this one" if revision > HEAD_REVISION else "another hypotrack"
+    raise RegistryError(f"registry {shown(url)} is at schema revision {revision}, written by {by} "
+                        f"(hypotrack {__version__} knows revisions up to {HEAD_REVISION}): upgrade hypotrack to the "
+                        "version that wrote it (pip install -U hypotrack) to use this registry; `hypotrack db "
+                        "upgrade` and `db downgrade` cannot move it, since this hypotrack has no migration for it")
+
+
 def current_revision(engine: Engine) -> str | None:
     with engine.connect() as conn:
         try:
@@ -201,7 +220,7 @@ def current_revision(engine: Engine) -> str | None:
 
 
 @contextlib.contextmanager
-def _migrating(url: str, engine: Engine):  # noqa: ANN202 - yields the connection the migration runs on
+def _migrating(url: str, engine: Engine):
     """One migration at a time: an advisory lock inside PostgreSQL (it holds across machines), else a file lock."""
     if is_postgresql(url):
         with engine.begin() as connection:
@@ -214,7 +233,7 @@ def _migrating(url: str, engine: Engine):  # noqa: ANN202 - yields the connectio
         yield connection
 
 
-def _revision_on(connection) -> str | None:  # noqa: ANN001
+def _revision_on(connection) -> str | None:
     """The schema revision, read without a failing statement (which would abort a PostgreSQL transaction)."""
     from sqlalchemy import inspect
 
@@ -223,7 +242,7 @@ def _revision_on(connection) -> str | None:  # noqa: ANN001
     return connection.execute(text("select version_num from alembic_version")).scalar()
 
 
-def _alembic_config(url: str, connection):  # noqa: ANN001, ANN202
+def _alembic_config(url: str, connection):
     from alembic.config import Config
 
     config = Config()
@@ -250,7 +269,7 @@ def downgrade(url: str, engine: Engine, revision: str) -> None:
         _alembic(command.downgrade, _alembic_config(url, connection), revision, url)
 
 
-def _alembic(step, config, revision: str, url: str) -> None:  # noqa: ANN001
+def _alembic(step, config, revision: str, url: str) -> None:
     """Run an alembic command; its own errors (an unknown revision, ...) become a RegistryError."""
     from alembic.util import CommandError
 
@@ -266,6 +285,7 @@ def open_registry(url: str | None = None, migrate: bool = True) -> Registry:
     try:
         engine = _make_engine(url)
         revision = current_revision(engine)
+        refuse_unknown_revision(url, revision)
         if migrate and revision != HEAD_REVISION:
             if revision is None:
                 _refuse_mlflow_database(engine, url)

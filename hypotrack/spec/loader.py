@@ -250,10 +250,28 @@ def _split_paths(paths: list[Path], library: Library) -> tuple[list[Path], list[
             files = _yaml_files(path)
             (exp_files if path.name == "experiments" else hyp_files).extend(files)
         elif path.exists():
-            (exp_files if path.parent.name == "experiments" else hyp_files).append(path)
+            (exp_files if _is_experiment_file(path) else hyp_files).append(path)
         else:
             library.problems.append(Problem(path, 1, "(path)", "no such file or folder"))
     return hyp_files, exp_files
+
+
+# Top-level keys only an experiment has (a hypothesis has an id: and criteria: instead).
+EXPERIMENT_KEYS = frozenset({"trainer", "model", "data", "command", "rewards", "settings", "lora", "seeds"})
+
+
+def _is_experiment_file(path: Path) -> bool:
+    """A file named on the command line is an experiment if it sits in an experiments/ folder or reads like one (its
+    keys), wherever it is: a command experiment kept beside its script is no hypothesis."""
+    if path.parent.name == "experiments":
+        return True
+    from .yamlio import YamlSyntaxError, read_yaml
+
+    try:
+        data = read_yaml(path).data
+    except (OSError, YamlSyntaxError):
+        return False  # read as a hypothesis, whose loader reports why the file cannot be read
+    return isinstance(data, dict) and "id" not in data and bool(EXPERIMENT_KEYS & set(data))
 
 
 def _cross_check(library: Library, check_metrics: bool) -> None:

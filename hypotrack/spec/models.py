@@ -179,8 +179,12 @@ class Experiment(_Strict):
     @classmethod
     def _task_reward_is_a_reward(cls, value: str | None, info: ValidationInfo) -> str | None:
         rewards = info.data.get("rewards")
-        if value is not None and rewards:  # a command experiment lists none: its names are checked below
+        if value is not None and rewards:
             _task_reward_index(value, rewards)  # raises for a name that is not one of the rewards
+        command = info.data.get("command")  # a command experiment lists the names its rewards are logged under
+        names = command.reward_functions if command is not None else []
+        if value is not None and names and value not in names:
+            raise ValueError(f"task_reward {value!r} is not one of command.reward_functions ({', '.join(names)})")
         return value
 
     @model_validator(mode="after")
@@ -208,9 +212,6 @@ class Experiment(_Strict):
                              "its rewards are logged under in command.reward_functions (and the answers' column in "
                              "command.reference_column), not model/data/rewards/plant")
         names = self.command.reward_functions
-        if self.task_reward is not None and names and self.task_reward not in names:
-            raise ValueError(f"task_reward {self.task_reward!r} is not one of command.reward_functions "
-                             f"({', '.join(names)})")
         if self.task_reward is None and not names:
             raise ValueError("a command experiment names its task reward: task_reward: <the name TRL logs it "
                              "under, rewards/<name>/mean>")
