@@ -24,6 +24,7 @@ from hypotrack.run.plan import config_hash, pool_key, unmet_requirements
 from hypotrack.run.pooling import kept_series, pool
 from hypotrack.run.preflight import check_output_dir, preflight
 from hypotrack.run.records import log_outcome, log_plan
+from hypotrack.run.seed_check import without_repeats
 from hypotrack.run.workers import ArmState, Display, run_workers, series_by_arm, stop_all
 from hypotrack.spec.models import Hypothesis
 from hypotrack.spec.vocabulary import ARMS
@@ -128,8 +129,10 @@ def run_test(
                 kept = kept_series(series, hypothesis)
             earlier = queries.pooled_test_runs(registry, hypothesis.id, key)
             series, all_seeds, used = pool(earlier, series, seeds)
+            series, all_seeds, repeats = without_repeats(series, all_seeds)  # identical runs are one seed
             verdict = pooled(decide(hypothesis, series, all_seeds, failed, trainer=specs[0].trainer,
                                     max_seeds=options.max_seeds), used)
+            verdict.summary += repeats
         log_outcome(tracker, parent_id, arms, verdict, out_root)
         if verdict.effect is not None:
             tracker.log_metrics(parent_id, verdict.effect.metrics(), 0)

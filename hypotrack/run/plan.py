@@ -141,6 +141,7 @@ def resolve_arms(
                 f"{flags}: these flags change the treatment arm only, and --arms {','.join(chosen_arms)} does not run "
                 "it. To change the setup both arms share, edit the experiment file (its settings: or lora:).")
     chosen_seeds = seeds if seeds is not None else list(experiment.seeds)
+    _check_seeds_reach_the_command(experiment, experiment_path, chosen_seeds, from_flag=seeds is not None)
     specs = []
     for arm in chosen_arms:
         resolved = per_arm[arm]
@@ -149,6 +150,20 @@ def resolve_arms(
             spec = _arm_spec(hypothesis, experiment, experiment_path, arm, seed, resolved, deterministic)
             specs.append(_with_command(spec, hypothesis, experiment, experiment_path, cli, per_arm))
     return specs
+
+
+def _check_seeds_reach_the_command(experiment: Experiment, experiment_path: Path, seeds: list[int],
+                                   from_flag: bool) -> None:
+    """A command experiment without a seed mapping runs the same command for every seed: two "seeds" would be one
+    run counted twice, so more than one is refused, saying how to give the script its seed."""
+    if experiment.command is None or experiment.command.seed is not None or len(seeds) < 2:
+        return
+    asked = f"--seeds {len(seeds)}" if from_flag else f"seeds: {seeds} in {experiment_path}"
+    raise HypotrackError(f"{asked}: experiment {experiment.name!r} has no command.seed mapping, so every seed would run "
+                         "the same command and train the same run, and the verdict would count one run as "
+                         f"{len(seeds)} seeds. Map how a seed reaches your script under command: (seed: \"--seed "
+                         "{value}\", or seed: {env: SEED} when the script reads it from the environment), or "
+                         "run one seed (--seeds 1, or seeds: [0] in the experiment)")
 
 
 def _with_command(spec: ArmSpec, hypothesis: Hypothesis, experiment: Experiment, experiment_path: Path,
