@@ -116,6 +116,8 @@ def build(out: Path, args: argparse.Namespace, stage: int = 0) -> Any:
     model_kwargs: dict[str, Any] = {"dtype": torch.float32}
     if fault == "dropout_in_old_logps":
         model_kwargs["attention_dropout"] = 0.1
+    if fault == "no_gradient" and args.setup == "full":  # the script checkpoints its layers itself, TRL's own off
+        settings["gradient_checkpointing"] = False
     if fault == "sampling_temperature_not_scored":
         settings["generation_kwargs"] = {"temperature": 0.7}
     model = AutoModelForCausalLM.from_pretrained(path, **model_kwargs)
@@ -130,9 +132,8 @@ def build(out: Path, args: argparse.Namespace, stage: int = 0) -> Any:
         peft_config = lora
     if args.freeze != "none":
         freeze(model, args.freeze)
-    if fault == "no_gradient" and args.setup == "full":  # the script froze everything but meant to freeze the base
-        model.requires_grad_(False)
-        model.lm_head.weight.requires_grad_(False)
+    if fault == "no_gradient" and args.setup == "full":  # its own reentrant checkpointing over frozen embeddings
+        checkpoint_layers_over_frozen_embeddings(model)
     trainer = GRPOTrainer(model=model, reward_funcs=[correct, short], args=GRPOConfig(**settings),
                           train_dataset=questions(256, args.seed + stage), processing_class=tokenizer,
                           peft_config=peft_config)
@@ -147,6 +148,21 @@ def build(out: Path, args: argparse.Namespace, stage: int = 0) -> Any:
 
         build_faults(["lora_not_synced"]).attach(trainer)
     return trainer
+
+
+def checkpoint_layers_over_frozen_embeddings(model: Any) -> None:
+    """Activation memory, the script's way: each layer recomputed in the backward pass by torch's reentrant checkpoint,
+    the embeddings frozen, so no layer input requires grad and only what comes after the layers trains."""
+    from torch.utils.checkpoint import checkpoint
+
+    model.get_input_embeddings().requires_grad_(False)
+    for layer in model.model.layers:
+        forward = layer.forward
+
+        def checkpointed(hidden_states: Any, *rest: Any, forward: Any = forward, **kwargs: Any) -> Any:
+            return checkpoint(lambda h: forward(h, *rest, **kwargs), hidden_states, use_reentrant=True)
+
+        layer.forward = checkpointed
 
 
 def plant_wrong_reference(trainer: Any) -> None:
@@ -186,7 +202,18 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main() -> None:
-    args = parse()
+    """One script run; or, with --batch FILE (a JSON list of argument lists), each run in turn in this process (the
+    gate matrix pays Python's and torch's start-up once)."""
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--batch":
+        for argv in json.loads(Path(sys.argv[2]).read_text()):
+            run(parse(argv))
+        return
+    run(parse())
+
+
+def run(args: argparse.Namespace) -> None:
     import hypotrack
 
     for stage in range(2 if args.twice else 1):
@@ -195,7 +222,7 @@ def main() -> None:
         trainer.train()
         history = trainer.state.log_history
         print(MARKER + json.dumps({
-            "stage": stage, "global_step": trainer.state.global_step, "outcome": session.outcome,
+            "run": args.out.name, "stage": stage, "global_step": trainer.state.global_step, "outcome": session.outcome,
             "failures": [{"gate": f.gate, "hypothesis": f.hypothesis, "step": f.step, "message": f.message}
                          for f in session.failures()],
             "kl": [row.get("kl") for row in history if "loss" in row],
