@@ -48,7 +48,7 @@ UNSCORED_CAUSE = {"unknown"}
 RLDOCTOR_AS_HYPOTHESIS = {
     "advantage_collapse": "h11", "entropy_collapse": "h15", "reward_hacking": "h17",
     "length_pathology": "h12", "clip_saturation": None, "kl_drift": "h03", "plateau": None,
-    "grad_pathology": "h16", "reward_composition": "h20",
+    "gradient_pathology": "h16", "reward_composition": "h20",
 }
 RLDOCTOR_RAISED = {"WARNING", "CRITICAL"}
 # hypotrack's verdict on the run, by the label's outcome it agrees with.
@@ -122,6 +122,8 @@ def run_rldoctor(source: Path) -> Reading | None:
         return None
     if source.is_dir():
         source = source / "trainer_state.json"
+    elif "tfevents" in source.name:  # rldoctor reads a TensorBoard folder, not one event file
+        source = source.parent
     try:
         done = subprocess.run([executable, "diagnose", str(source), "--format", "json", "--no-color"],
                               capture_output=True, text=True, timeout=TIMEOUT_S)
