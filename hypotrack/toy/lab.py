@@ -5,7 +5,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 TASKS = ("arith", "musique-mini")
-MODEL_PREFIX = "toy:"  # a model named "toy:<task>" is the toy lab's warm-started model for that task
+MODEL_PREFIX = "toy:"  # a model named "toy:<name>" is one of the toy lab's warm-started models
+# The toy models by name, each with the task it was warm-started on: a task's name is its base model;
+# arith-wide is the arith model at the width vLLM's CPU attention can serve (toy/model.py).
+MODELS = {"arith": "arith", "musique-mini": "musique-mini", "arith-wide": "arith"}
 
 _REWARDS = {
     "arith": ["hypotrack.toy.rewards:arith_correct"],
@@ -18,45 +21,57 @@ def _check(task: str) -> None:
         raise ValueError(f"unknown toy task {task!r}; expected one of {TASKS}")
 
 
-def is_built(task: str, cache_dir: str | Path | None = None) -> bool:
-    """Whether the warm-started model for `task` is already in the cache (ensure_model returns at once)."""
-    _check(task)
+def _check_model(name: str) -> None:
+    if name not in MODELS:
+        raise ValueError(f"unknown toy model {name!r}; expected one of {tuple(MODELS)}")
+
+
+def is_built(name: str, cache_dir: str | Path | None = None) -> bool:
+    """Whether the warm-started toy model `name` is already in the cache (ensure_model returns at once)."""
+    _check_model(name)
     from .warmstart import model_dir
 
-    return (model_dir(task, 0, cache_dir) / "config.json").exists()
+    return (model_dir(name, 0, cache_dir) / "config.json").exists()
 
 
-def toy_task(model: str | None) -> str | None:
-    """The toy-lab task a model name asks for ("toy:<task>"; plain "toy" means arith), None for any other model."""
+def toy_model(model: str | None) -> str | None:
+    """The toy model a model name asks for ("toy:<name>"; plain "toy" means arith), None for any other model."""
     if model is None or str(model) == "toy":
         return "arith"
     if not str(model).startswith(MODEL_PREFIX):
         return None
-    task = str(model)[len(MODEL_PREFIX):]
-    if task not in TASKS:
+    name = str(model)[len(MODEL_PREFIX):]
+    if name not in MODELS:
         from hypotrack.errors import HypotrackError
 
-        raise HypotrackError(f"model {model!r}: unknown toy task (known: {', '.join(MODEL_PREFIX + t for t in TASKS)})")
-    return task
+        raise HypotrackError(f"model {model!r}: unknown toy model (known: {', '.join(MODEL_PREFIX + m for m in MODELS)})")
+    return name
+
+
+def toy_task(model: str | None) -> str | None:
+    """The toy-lab task a model name's toy model was warm-started on, None for any model not the toy lab's."""
+    name = toy_model(model)
+    return None if name is None else MODELS[name]
 
 
 def resolve_model(model: str | None, on_build: Callable[[str], None] | None = None) -> str:
     """A path `from_pretrained` can load: a toy model is built into the cache on first use (``on_build``
     hears what is being built first); any other model is returned as given."""
-    task = toy_task(model)
-    if task is None:
+    name = toy_model(model)
+    if name is None:
         return str(model)
-    if on_build is not None and not is_built(task):
-        on_build(f"building the {task} toy model, first run only")
-    return str(ensure_model(task))
+    if on_build is not None and not is_built(name):
+        on_build(f"building the {name} toy model, first run only")
+    return str(ensure_model(name))
 
 
-def ensure_model(task: str, cache_dir: str | Path | None = None) -> Path:
-    """Directory of the warm-started model + tokenizer for `task`, building it if missing."""
-    _check(task)
+def ensure_model(name: str, cache_dir: str | Path | None = None) -> Path:
+    """Directory of the warm-started toy model `name` (a task's name is its base model) with its tokenizer,
+    building it if missing."""
+    _check_model(name)
     from .warmstart import build
 
-    return build(task, seed=0, cache_dir=cache_dir)
+    return build(name, seed=0, cache_dir=cache_dir)
 
 
 def load_dataset(task: str, n: int, seed: int):

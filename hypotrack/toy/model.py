@@ -21,11 +21,19 @@ MODEL_KWARGS = dict(
     use_sliding_window=False,
 )
 
+# The toy lab's model shapes. "wide" is the smallest the toy's tasks stay competent at that vLLM's CPU
+# attention can serve: its kernels take a head size of 32 or more, and vLLM's Qwen2 derives the head size
+# as hidden_size / heads (a config's own head_dim is not read), so four heads need a width of 128.
+ARCHITECTURES: dict[str, dict] = {
+    "base": MODEL_KWARGS,
+    "wide": dict(MODEL_KWARGS, hidden_size=128, intermediate_size=384),
+}
 
-def build_config(tokenizer, **overrides):
+
+def build_config(tokenizer, architecture: str = "base", **overrides):
     from transformers import Qwen2Config
 
-    kw = {**MODEL_KWARGS, **overrides}
+    kw = {**ARCHITECTURES[architecture], **overrides}
     return Qwen2Config(
         vocab_size=len(tokenizer),
         pad_token_id=tokenizer.pad_token_id,
@@ -35,13 +43,13 @@ def build_config(tokenizer, **overrides):
     )
 
 
-def build_model(tokenizer, seed: int = 0, **overrides):
+def build_model(tokenizer, seed: int = 0, architecture: str = "base", **overrides):
     """Randomly initialised Qwen2ForCausalLM; the seed makes the init reproducible."""
     import torch
     from transformers import Qwen2ForCausalLM
 
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(build_config(tokenizer, **overrides))
+    model = Qwen2ForCausalLM(build_config(tokenizer, architecture, **overrides))
     # Generation defaults that TRL reads (eos list, pad) must match the tokenizer.
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
