@@ -11,7 +11,7 @@ from typing import Any
 from .derived import add_derived, constant_auxiliary
 from .evaluate import SUSPECT_THRESHOLD, Ranked, rank
 from .expected import Requirement, expected_readings, requirements
-from .keys import canonical, reward_functions
+from .keys import canonical, canonical_name, reward_functions
 from .progress import LEARNING, Progress, run_progress
 from .roles import assign_roles
 from .runlog import RunLog
@@ -65,7 +65,9 @@ class TriageReport:
 
 
 MIN_RANK_STEPS = 2  # the fewest logged steps triage ranks on
-MAX_OTHER_CHOICES = 4  # other task reward choices weighed, to say where the suspects would differ
+MAX_OTHER_CHOICES = 4
+# Values no working update gives (nats per token; gradient norm): a run that logs them has blown up.
+BLOWN_UP = {"kl": 1e4, "grad_norm": 1e10}  # other task reward choices weighed, to say where the suspects would differ
 
 
 def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) -> TriageReport:
@@ -95,7 +97,7 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
         ranking, unranked = rank(run, hypotheses, needs)
         if task_reward is None and roles.task is not None:
             roles.assumed += _other_task_choices(underived, functions, roles.task, hypotheses, needs, ranking)
-    progress = run_progress(run)
+    progress = run_progress(run, _diverged(log, run))
     if progress.state == LEARNING:
         for entry in ranking:
             entry.not_holding_back = "the run learns on its task reward"
@@ -103,6 +105,19 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
                         assumed=roles.assumed, ranking=ranking, unranked=unranked,
                         expected=expected_readings(run), requirements=needs, renamed=named.renamed,
                         ignored=named.ignored, findings=findings, progress=progress, run=log.run)
+
+
+def _diverged(log: RunLog, run: RunLog) -> tuple[str, int] | None:
+    """(what happened, the step) where training diverged: a training metric that became NaN or infinite and stayed
+    so, or a KL or gradient norm past any value a working update gives (finite, but the policy is wrecked)."""
+    stuck = log.diverged_at()
+    if stuck is not None and canonical_name(stuck[0]) is None:  # an evaluation pass, not training
+        stuck = None
+    blown = [(step, f"{name} reached {value:.3g}, a value no working update gives") for name, limit in BLOWN_UP.items()
+             for step, value in run.series.get(name, []) if value >= limit]
+    if blown and (stuck is None or min(blown)[0] < stuck[1]):
+        return min(blown)[1], min(blown)[0]
+    return (f"{stuck[0]} became NaN or infinite and stayed so", stuck[1]) if stuck else None
 
 
 def _other_task_choices(log: RunLog, functions: list[str], chosen: str, hypotheses: dict, needs: dict,

@@ -72,8 +72,10 @@ class Progress:
                 "verdict_why": self.verdict_why or None, "sentence": self.sentence()}
 
 
-def run_progress(log: RunLog) -> Progress:
-    """The task reward's trend on a run whose derived metrics are in (triage/derived.py's task_reward/*)."""
+def run_progress(log: RunLog, diverged: tuple[str, int] | None = None) -> Progress:
+    """The task reward's trend on a run whose derived metrics are in (triage/derived.py's task_reward/*); a run
+    that ``diverged`` (a metric became NaN or infinite and stayed so) is getting worse, whatever its reward did
+    before."""
     metric = "task_reward/mean" if log.series.get("task_reward/mean") else "reward"
     points = log.series.get(metric, [])
     if len(points) < MIN_STEPS:
@@ -90,7 +92,9 @@ def run_progress(log: RunLog) -> Progress:
     scale = spread if spread > 0 else max(abs(statistics.fmean(values)), statistics.pstdev(values))
     smallest = MIN_SHARE * scale
     t = change / stderr if stderr > 0 else (math.inf if change > 0 else -math.inf if change < 0 else 0.0)
-    if t >= CLEAR_T and change >= smallest:
+    if diverged is not None:
+        state = WORSE
+    elif t >= CLEAR_T and change >= smallest:
         state = LEARNING
     elif t <= -CLEAR_T and change <= -smallest:
         state = WORSE
@@ -99,6 +103,8 @@ def run_progress(log: RunLog) -> Progress:
     half = 1.96 * stderr
     progress = Progress(state, metric, len(points), points[0][0], points[-1][0], start, end, change, change - half,
                         change + half, t, smallest)
+    if diverged is not None:
+        progress.why = f"; it diverged at step {diverged[1]}: {diverged[0]}"
     if state == FLAT:
         progress.verdict_why = _policy_still(log)
         if progress.verdict_why:

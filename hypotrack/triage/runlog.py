@@ -61,21 +61,32 @@ class RunLog:
         self.repeated = sorted(repeated)
         return self
 
+    def _finite_after(self, name: str) -> int:
+        """How many finite values follow the last non-finite one, when the non-finite ones are isolated (else 0)."""
+        points = self.nonfinite.get(name, [])
+        finite = self.series.get(name, [])
+        after = [s for s, _ in finite if points and s > points[-1][0]]
+        return len(after) if after and len(points) <= max(1, ISOLATED_SHARE * (len(finite) + len(points))) else 0
+
+    def diverged_at(self) -> tuple[str, int] | None:
+        """The first metric that became NaN or infinite and did not recover, and the step it did."""
+        stuck = [(points[0][0], name) for name, points in self.nonfinite.items() if not self._finite_after(name)]
+        return (min(stuck)[1], min(stuck)[0]) if stuck else None
+
     def findings(self) -> list[str]:
         """What the source itself says about the run, before any hypothesis is weighed."""
         out = list(self.said)
         for name, points in sorted(self.nonfinite.items(), key=lambda item: item[1][0][0]):
             step, value = points[0]
             word = "NaN" if math.isnan(value) else "infinite"
-            finite = self.series.get(name, [])
-            logged = len(finite) + len(points)
-            after = [s for s, _ in finite if s > points[-1][0]]
-            if after and len(points) <= max(1, ISOLATED_SHARE * logged):
+            logged = len(self.series.get(name, [])) + len(points)
+            after = self._finite_after(name)
+            if after:
                 # A value that recovers is a step skipped, not a divergence: fp16's grad scaler skips a step whose
                 # gradients overflow (and logs their norm as NaN or inf), then training goes on.
                 steps = ", ".join(str(s) for s, _ in points[:5]) + (" ..." if len(points) > 5 else "")
                 out.append(f"{name} was {word} at step{'s' if len(points) > 1 else ''} {steps} ({len(points)} of "
-                           f"{logged} logged steps) and finite at the {len(after)} logged step(s) after: isolated "
+                           f"{logged} logged steps) and finite at the {after} logged step(s) after: isolated "
                            "steps, as when fp16's grad scaler skips a step whose gradients overflow, not a divergence")
                 continue
             out.append(f"{name} became {word} at step {step} ({len(points)} of {logged} logged steps): the run "
