@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hypotrack.triage.api import triage, triage_log
+from hypotrack.triage.api import triage
 from hypotrack.triage.derived import add_derived
 from hypotrack.triage.keys import canonical, reward_functions
-from hypotrack.triage.roles import assign_roles, task_candidates
+from hypotrack.triage.roles import assign_roles, default_task, task_candidates
 from hypotrack.triage.runlog import RunLog
 from hypotrack.triage.sources import read_source
 
@@ -186,10 +186,8 @@ def test_6_the_task_reward_is_chosen_by_what_its_name_says_not_its_weight():
     functions = reward_functions(log)
     candidates, why = task_candidates(log, functions)
     assert candidates == ["correctness_reward_func"] and "name says it scores correctness" in why
-    from hypotrack.triage.roles import _default_task
-
     weights = {f: (3.0 if f == "int_reward_func" else 1.0) for f in functions}
-    assert _default_task(log, functions, weights)[0] == "correctness_reward_func"
+    assert default_task(log, functions, weights)[0] == "correctness_reward_func"
 
 
 def test_6_a_penalty_at_most_0_by_design_is_auxiliary():

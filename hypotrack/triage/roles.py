@@ -52,13 +52,13 @@ def assign_roles(log: RunLog, functions: list[str], task_reward: str | None) -> 
                                  f"(logged: {', '.join(functions)})")
         task, how = task_reward, "named by --task-reward"
     else:
-        task, how = _default_task(log, functions, weights)
+        task, how = default_task(log, functions, weights)
     roles = Roles(task, [f for f in functions if f != task], weights)
     roles.assumed += [f"task reward: {task} ({how})", said]
     return roles
 
 
-def _default_task(log: RunLog, functions: list[str], weights: dict[str, float]) -> tuple[str, str]:
+def default_task(log: RunLog, functions: list[str], weights: dict[str, float]) -> tuple[str, str]:
     """The function the names and the logs say measures the task (task_candidates), the heaviest of several.
 
     trainer_state.json and MLflow list metric keys alphabetically, so the order TRL logged the functions in is
