@@ -82,6 +82,25 @@ def completion_logps(model: Any, prompt_ids: torch.Tensor, prompt_mask: torch.Te
     return logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature, trainer)
 
 
+def reference_pass(model: Any, ref_model: Any) -> tuple[Any, Any] | None:
+    """(the module to score with, the context to score in) for the reference TRL's KL term uses; None without one.
+
+    A separate reference model as it is; under PEFT, the model with TRL's reference adapter on (its copy of the
+    starting adapter, "ref") or, without that copy, with the adapters off, as TRL's own reference pass does."""
+    import contextlib
+
+    if ref_model is not None:
+        return ref_model, contextlib.nullcontext()
+    if model is None or not is_peft(model):
+        return None
+    base = unwrap(model)
+    if "ref" not in getattr(base, "peft_config", {}):
+        return model, base.disable_adapter()
+    from trl.trainer.utils import use_adapter  # TRL's own switch to its reference adapter (and back)
+
+    return model, use_adapter(base, adapter_name="ref")
+
+
 class eval_mode:
     """Context manager: module.eval() inside (no dropout in diagnostic forwards), restores train()."""
 

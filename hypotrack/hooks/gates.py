@@ -56,7 +56,7 @@ class GatesHook(DiagnosticHook):
                    "reference (h18), gradient with reward variance (h19), sampling/scoring parity (h14), LoRA "
                    "adapters in the generator (h06)")
     metrics = (
-        "ratio_logp_max_diff", "ref_logp_max_diff", "ref_kl_mean", "grad_norm", "group_variance",
+        "ratio_logp_max_diff", "ref_logp_max_diff", "ref_logp_max_diff_eval", "ref_kl_mean", "grad_norm", "group_variance",
         "sampling_gap_mean", "lora_gen_adapter_active_share", "lora_gen_checksum_rel_diff", "failed",
     )
 
@@ -103,6 +103,7 @@ class GatesHook(DiagnosticHook):
         from hypotrack.hooks.sampling_parity import SamplingParityHook
 
         self._peft = is_peft(ctx.model)
+        self._ctx = ctx  # the reference is scored again through it when the first step's logprobs disagree
         # the two generator-side gates read what these hooks tap from generate; they run every rollout here
         self._parity = SamplingParityHook(every=1)
         self._lora = LoraSyncHook(every=1, sample_rows=4) if self._peft else None
@@ -168,11 +169,40 @@ class GatesHook(DiagnosticHook):
             kl = masked_mean(delta.exp() - delta - 1, parts.mask)
             out.update(ref_logp_max_diff=diff, ref_kl_mean=kl)
             if diff > self.config.logp_tol:
-                self._fail("ref_kl", "h18", step + 1,
-                           f"before any optimizer step the reference's logprobs differ from the policy's by up to "
-                           f"{diff:.4g} (k3 KL {kl:.4g} per token, tolerance {self.config.logp_tol:g}): the "
-                           "reference is not the initial policy")
+                without_dropout = self._reference_gap_without_dropout(parts)
+                if without_dropout is not None:
+                    out["ref_logp_max_diff_eval"] = without_dropout
+                if without_dropout is None or without_dropout > self.config.logp_tol:
+                    self._fail("ref_kl", "h18", step + 1,
+                               f"before any optimizer step the reference's logprobs differ from the policy's by up "
+                               f"to {diff:.4g} (k3 KL {kl:.4g} per token, tolerance {self.config.logp_tol:g}"
+                               + (f"; {without_dropout:.4g} with dropout off" if without_dropout is not None else "")
+                               + "): the reference is not the initial policy")
         return out
+
+    def _reference_gap_without_dropout(self, parts: LossParts, rows: int = 8) -> float | None:
+        """The largest |policy - reference| logprob gap on a few rows, both scored again in eval mode; None when
+        there is no reference to score. The training passes run with dropout (a LoRA adapter's lora_dropout, an
+        attention dropout), so their logprobs differ from a same-weights reference by the masks alone: a gap that
+        vanishes with dropout off is that noise, not another reference."""
+        from hypotrack.hooks._util import completion_logps, eval_mode, masked_max, reference_pass, unwrap
+
+        ctx = getattr(self, "_ctx", None)
+        trainer = getattr(ctx, "trainer", None)
+        if ctx is None or parts.prompt_ids is None or parts.completion_ids is None:
+            return None
+        model = trainer.model if trainer is not None else ctx.model
+        found = reference_pass(model, getattr(trainer, "ref_model", ctx.ref_model))
+        if found is None:
+            return None
+        scored, reference = found
+        args = (parts.prompt_ids[:rows], parts.prompt_mask[:rows], parts.completion_ids[:rows],
+                parts.mask[:rows].long())
+        with eval_mode(unwrap(model)):
+            policy = completion_logps(model, *args, trainer)
+        with eval_mode(unwrap(scored)), reference:
+            ref = completion_logps(scored, *args, trainer)
+        return masked_max((ref.float() - policy.float()).abs(), parts.mask[:rows])
 
     def on_before_optimizer_step(self, ctx: StepContext) -> dict[str, float]:
         if not self.active:

@@ -175,31 +175,19 @@ class KLHook(DiagnosticHook):
     # -- after the optimizer step -----------------------------------------------------------------
     def reference_logps(self, ctx: StepContext, s: dict[str, Any]):
         """Fresh reference logprobs for sample `s`, or None when no reference exists."""
-        import contextlib
-
         import torch
 
-        from hypotrack.hooks._util import completion_logps, eval_mode, unwrap
+        from hypotrack.hooks._util import completion_logps, eval_mode, reference_pass, unwrap
 
         C = s["completion_ids"].size(1)
         pos = torch.arange(C, device=s["mask"].device).expand_as(s["mask"])
         last = torch.where(s["mask"], pos, torch.full_like(pos, -1)).max(dim=1, keepdim=True).values
         cmask = (pos <= last).long()  # attention up to the last loss-bearing token (later ones cannot matter)
         trainer = getattr(ctx, "trainer", None)
-        if ctx.ref_model is not None:
-            model, cm = ctx.ref_model, contextlib.nullcontext()
-        elif ctx.model is not None and self._is_peft(ctx.model):
-            base = unwrap(ctx.model)
-            try:
-                from trl.models.utils import use_adapter
-
-                name = "ref" if "ref" in getattr(base, "peft_config", {}) else None
-                cm = use_adapter(base, adapter_name=name)
-            except Exception:  # noqa: BLE001 - older/newer trl: plain peft
-                cm = base.disable_adapter()
-            model = ctx.model
-        else:
+        found = reference_pass(ctx.model, ctx.ref_model)
+        if found is None:
             return None
+        model, cm = found
         with eval_mode(unwrap(model)), cm:
             return completion_logps(model, s["prompt_ids"], s["prompt_mask"], s["completion_ids"], cmask, trainer)
 

@@ -13,6 +13,8 @@ CLEAN = [
     ("peft_model-beta0.04", ["--setup", "peft_model", "--beta", "0.04"]),
     ("peft_model_sft-beta0.04", ["--setup", "peft_model_sft", "--beta", "0.04"]),
     ("peft_model_sft-beta0.04-accum2", ["--setup", "peft_model_sft", "--beta", "0.04", "--grad-accum", "2"]),
+    # lora_dropout 0.05, as most LoRA configs have it: the training passes' logprobs carry its noise
+    ("peft_model_sft-beta0.04-lora_dropout", ["--setup", "peft_model_sft", "--beta", "0.04", "--lora-dropout", "0.05"]),
     ("peft_config-beta0.04-iter2", ["--setup", "peft_config", "--beta", "0.04", "--num-iterations", "2"]),
     ("full-beta0.04-accum2", ["--setup", "full", "--beta", "0.04", "--grad-accum", "2", "--lr", "3e-4"]),
     ("full-beta0-iter2-accum2", ["--setup", "full", "--num-iterations", "2", "--grad-accum", "2", "--lr", "3e-4"]),
@@ -27,6 +29,9 @@ FAULTY = [
                                           "--lr", "3e-4", "--fault", "dropout_in_old_logps"], "ratio", "h08", 1),
     ("ref_kl: peft_model_sft reference with the adapter off", ["--setup", "peft_model_sft", "--beta", "0.04",
                                                               "--fault", "wrong_reference"], "ref_kl", "h18", 1),
+    ("ref_kl: peft_model_sft-lora_dropout reference with the adapter off", [
+        "--setup", "peft_model_sft", "--beta", "0.04", "--lora-dropout", "0.05", "--fault", "wrong_reference"],
+     "ref_kl", "h18", 1),
     ("ref_kl: full another checkpoint", ["--setup", "full", "--beta", "0.04", "--lr", "3e-4", "--grad-accum", "2",
                                          "--fault", "wrong_reference"], "ref_kl", "h18", 1),
     ("grad: peft_model user's helper leaves only lora_A", ["--setup", "peft_model", "--beta", "0.04",
