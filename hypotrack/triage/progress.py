@@ -12,7 +12,8 @@ within the windows (logged rewards are autocorrelated: each step's policy is the
 little, and a logging interval averages several steps) by sqrt((1 + r) / (1 - r)), the usual AR(1)
 correction. A change counts only when it is both clear (|t| >= CLEAR_T) and large enough to matter: at
 least MIN_SHARE of the task reward's spread between completions (its typical within-step std), else of
-its level.
+its level, and at least MIN_PASS_SHARE of its passing score where the logs give one (two points of an
+accuracy: a sparse reward's 0.02 -> 0.005 is not a run getting worse).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from .runlog import RunLog
 
 CLEAR_T = 2.0  # the change over its (autocorrelation-widened) standard error
 MIN_SHARE = 0.1  # the smallest change that counts, as a share of the reward's spread (or level)
+MIN_PASS_SHARE = 0.02  # and, for a reward with a passing score (an accuracy), two points of it
 MIN_STEPS = 6  # fewer logged steps than this give no trend worth a word
 LEARNING, FLAT, WORSE, UNKNOWN = "learning", "flat", "getting worse", "unknown"
 # A flat run whose policy barely moves though its groups carry advantages: no hypothesis covers it yet.
@@ -90,7 +92,7 @@ def run_progress(log: RunLog, diverged: tuple[str, int] | None = None) -> Progre
     stderr = noise * math.sqrt(2 / k)
     spread = _spread(log, metric)
     scale = spread if spread > 0 else max(abs(statistics.fmean(values)), statistics.pstdev(values))
-    smallest = MIN_SHARE * scale
+    smallest = max(MIN_SHARE * scale, MIN_PASS_SHARE * _pass_value(log))
     t = change / stderr if stderr > 0 else (math.inf if change > 0 else -math.inf if change < 0 else 0.0)
     if diverged is not None:
         state = WORSE
@@ -149,6 +151,13 @@ def _policy_still(log: RunLog) -> str:
             "samples (a learning rate or gradient clipping too small for the model, or too few steps)")
 
 
+def _pass_value(log: RunLog) -> float:
+    """The task reward's passing score where derived.py could read it (1 for a reward in [0, 1]), else 0."""
+    means = dict(log.series.get("task_reward/mean", []))
+    shares = [(means[s], share) for s, share in log.series.get("task_reward/pass_share", []) if s in means and share > 0]
+    return abs(shares[0][0] / shares[0][1]) if shares else 0.0
+
+
 def _spread(log: RunLog, metric: str) -> float:
     """The typical within-step spread of the reward between completions (its logged std's median)."""
     name = "task_reward/std" if metric == "task_reward/mean" else "reward_std"
@@ -157,13 +166,13 @@ def _spread(log: RunLog, metric: str) -> float:
 
 
 def _step_noise(values: list[float]) -> float:
-    """The noise of one logged value: successive differences hold twice its variance, whatever the trend; their
-    median absolute deviation keeps a collapse's one big jump from passing for noise."""
+    """The noise of one logged value: successive differences hold twice its variance, whatever the trend. Their
+    plain std and their median absolute deviation are both read, and the larger kept: a reward that takes few
+    values (most groups tied) has a MAD near 0 while it still jumps, and the cautious reading is the wider one."""
     diffs = [b - a for a, b in zip(values, values[1:])]
     centre = statistics.median(diffs)
     mad = statistics.median(abs(d - centre) for d in diffs)
-    robust = 1.4826 * mad / math.sqrt(2)
-    return robust if robust > 0 else statistics.pstdev(diffs) / math.sqrt(2)
+    return max(1.4826 * mad, statistics.pstdev(diffs)) / math.sqrt(2)
 
 
 def _autocorrelation_factor(*windows: list[float]) -> float:
