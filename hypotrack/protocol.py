@@ -55,6 +55,7 @@ class ArmSpec(BaseModel):
     reference_at_start: bool = False  # the KL reference is a copy of the starting adapter (h18's treatment)
     repeat_sampler: bool = False  # TRL's own RepeatSampler, whatever replaced it (h21's treatment)
     retry_failed_rewards: bool = False  # score the lowest-scored completions again (h24's treatment)
+    sync_generator: bool = False  # push the trainer's weights to vLLM before every generation (h06's treatment)
     critic: dict[str, Any] | None = None
     parity: dict[str, Any] | None = None
     output_dir: str = ""

@@ -30,13 +30,17 @@ def _names(value: str | None, known: list[str], what: str) -> list[str] | None:
 @click.option("--max-steps", type=click.IntRange(1), help="Training steps per arm [each experiment's own].")
 @click.option("--compact", is_flag=True,
               help="Train each row only as long as its fault's signature needs to show (3 steps for most).")
+@click.option("--experiment", metavar="NAME|PATH",
+              help="Test every row on this experiment instead of each hypothesis's own (toy_arith_vllm: the rows "
+                   "under vLLM generation).")
 @click.option("--parallel", type=click.IntRange(1), help="Workers at once [number of CPU cores].")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where the selftest's registry, MLflow store and runs go [a new temporary folder].")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @pass_ctx
 def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds: int, max_steps: int | None,
-             compact: bool, parallel: int | None, output_dir: Path | None, as_json: bool) -> None:
+             compact: bool, experiment: str | None, parallel: int | None, output_dir: Path | None,
+             as_json: bool) -> None:
     """Run every hypothesis against every planted fault and a clean run; print the confusion matrix.
 
     Each planted fault should validate its own hypothesis and no other, and the clean
@@ -48,18 +52,20 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
         hypotrack selftest
         hypotrack selftest --compact
         hypotrack selftest --faults clean,lora_not_synced --hypotheses h06 --max-steps 10
+        hypotrack selftest --experiment toy_arith_vllm --faults clean,generator_sync_skipped --hypotheses h06
     """
     if compact and max_steps:
         raise click.UsageError("--compact chooses each row's steps; leave out --max-steps, or leave out --compact")
     from hypotrack.registry import open_registry
     from hypotrack.run.launchers import default_parallel
     from hypotrack.run.selftest import CLEAN, fault_rows, run_selftest
-    from hypotrack.toy.fault_catalog import NOT_SHOWN_ON_TOY
+    from hypotrack.toy.fault_catalog import NEEDS_VLLM, NOT_SHOWN_ON_TOY
     from hypotrack.toy.faults import FAULTS
     from hypotrack.tracking import Tracker
 
     library = ctx.library()
-    rows = _names(faults, [CLEAN, *FAULTS], "fault") or [CLEAN, *(f for f in FAULTS if f not in NOT_SHOWN_ON_TOY)]
+    not_by_default = {**NOT_SHOWN_ON_TOY, **NEEDS_VLLM}
+    rows = _names(faults, [CLEAN, *FAULTS], "fault") or [CLEAN, *(f for f in FAULTS if f not in not_by_default)]
     # by default, the hypotheses some planted fault imitates
     hypotheses = _names(hypothesis_ids, sorted(library.hypotheses), "hypothesis") or sorted(
         {h for h, _ in FAULTS.values() if h in library.hypotheses})
@@ -81,9 +87,9 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
                                   f"reward {arm.reward if arm.reward is None else round(arm.reward, 3)} "
                                   f"({arm.elapsed:.0f}s) {arm.error[:80] if arm.status != 'finished' else ''}")
 
-    result = run_selftest(library, registry, tracker, root, fault_rows(rows, compact), hypotheses, list(range(seeds)), max_steps,
+    result = run_selftest(library, registry, tracker, root, fault_rows(rows, compact, experiment), hypotheses, list(range(seeds)), max_steps,
                           parallel or default_parallel("python", 8), progress)
-    left_out = {} if faults else NOT_SHOWN_ON_TOY
+    left_out = {} if faults else not_by_default
     if as_json:
         click.echo(json.dumps({**result.as_json(), "left_out": left_out}, indent=2))
     else:

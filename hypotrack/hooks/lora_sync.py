@@ -31,6 +31,13 @@ the captured generator logps vs the trainer's logps (`old_per_token_logps`, or a
 batch (tokens that do not match are not compared). At step 0 with fresh adapters B == 0, so a disabled
 generator is invisible until the adapters move: read these after the first steps.
 
+A generator that is a separate copy of the model (TRL's `use_vllm`, colocate mode) is read directly
+(hooks/_generator.py): `gen_served` is 1 when the hook reads the weights vLLM serves, and
+`gen_stale_weight_share` is the share of the tensors training has moved whose served copy is nearer their
+starting values than the trainer's current ones (0: every sync arrived; 1: the generator never got an update),
+on the second rollout and every `every` after it (the first has nothing moved yet). vLLM's own sampling
+logprobs give `logp_gap_*` (source 1) as above.
+
 Full fine-tuning: `lora_enabled`, the adapter keys and `gen_adapter_active_share` are not logged (there
 are no adapters: a 0 would read like adapters switched off, and an arm's metrics list only what applies to
 it); the checksum and gap keys work the same, since the generator's weights can lag the trainer's there too.
@@ -67,7 +74,7 @@ class LoraSyncHook(DiagnosticHook):
         "delta_norm_min", "frozen_adapter_share", "zero_b_share", "step_change_mean",
         "untrainable_adapter_share", "ref_equals_base", "ref_available", "gen_captured",
         "gen_adapter_active_share", "gen_checksum_rel_diff", "gen_token_match_share", "logp_gap_mean",
-        "logp_gap_max", "logp_gap_source",
+        "logp_gap_max", "logp_gap_source", "gen_served", "gen_stale_weight_share",
     )
 
     @dataclass(frozen=True)
@@ -95,6 +102,7 @@ class LoraSyncHook(DiagnosticHook):
         self.lora = False
         self._adapter_cache: tuple[Any, list[Any]] | None = None
         self._fp_items: tuple[Any, bool, list[Any]] | None = None  # (model, skip_lora, [(name, param)]) for _fp
+        self._served_start: dict[str, float] | None = None  # a separate generator's starting fingerprints
 
     # -- helpers ----------------------------------------------------------------------------------
     def _adapters(self):
@@ -267,6 +275,11 @@ class LoraSyncHook(DiagnosticHook):
             self._init[key] = (A.detach().clone(), B.detach().clone())
         self._prev = dict(self._init)
         self._base_fp0 = self._fp(ctx.model, skip_lora=True)
+        from hypotrack.hooks._generator import fingerprints, served_dtype, served_model, trainer_tensors
+
+        served = served_model(ctx.trainer)
+        self._served_start = (None if served is None
+                              else fingerprints(trainer_tensors(ctx.model), served_dtype(served)))
         self._install(ctx.model)
         self._n_rollouts, self._n_steps = 0, 0
         self._arm()
@@ -283,7 +296,7 @@ class LoraSyncHook(DiagnosticHook):
 
         cap, self._cap = self._cap, None
         self._n_rollouts += 1
-        out: dict[str, float] = {}
+        out: dict[str, float] = self._served_reading()
         vllm_gap = batch.sampling_per_token_logps is not None and batch.old_per_token_logps is not None
         if not vllm_gap and (cap is None or self._model is None):
             self._arm()  # not a measured rollout and no sampling logps: nothing to compute
@@ -339,6 +352,18 @@ class LoraSyncHook(DiagnosticHook):
             return out
         finally:
             self._arm()
+
+    def _served_reading(self) -> dict[str, float]:
+        """A separate generator's weights against the trainer's, on the second rollout and every `every` after."""
+        if self._served_start is None or (self._n_rollouts - 1) % self.every != 1 % self.every:
+            return {}
+        from hypotrack.hooks._generator import served_model, stale_share
+
+        served = served_model(self._trainer)
+        if served is None:
+            return {}
+        share = stale_share(served, self._served_start, self._model)
+        return {"gen_served": 1.0} if share is None else {"gen_served": 1.0, "gen_stale_weight_share": share}
 
     def on_step_end(self, ctx: StepContext) -> dict[str, float]:
         import math

@@ -198,6 +198,7 @@ def _arm_spec(hypothesis: Hypothesis, experiment: Experiment, experiment_path: P
         deterministic=deterministic, critic=resolved["critic"], parity=resolved["parity"],
         repair_mask=resolved["repair_mask"], reference_at_start=resolved["reference_at_start"],
         repeat_sampler=resolved["repeat_sampler"], retry_failed_rewards=resolved["retry_failed_rewards"],
+        sync_generator=resolved["sync_generator"],
     )
 
 
@@ -218,6 +219,7 @@ def _resolved_arms(hypothesis: Hypothesis, experiment: Experiment, cli: Override
         "reference_at_start": False,
         "repeat_sampler": False,
         "retry_failed_rewards": False,
+        "sync_generator": False,
         "plant": list(experiment.plant),
         "critic": experiment.critic,
         "parity": experiment.parity,
@@ -238,6 +240,9 @@ def unmet_requirements(hypothesis: Hypothesis, control: ArmSpec) -> list[str]:
         elif requirement == "lora" and not control.peft:
             reasons.append("the experiment trains without LoRA (full fine-tuning): there are no adapters to fall "
                            "out of sync")
+        elif requirement == "generator_sync" and not (control.peft or control.grpo.get("use_vllm")):
+            reasons.append("the experiment trains without LoRA and generates with the trained model itself (no "
+                           "vLLM): there is no adapter and no generator's copy of the weights to fall out of sync")
         elif requirement == "auxiliary_rewards" and len(control.rewards) < 2:
             reasons.append("the experiment has a single reward function: no auxiliary reward can dilute the task "
                            "signal")

@@ -52,17 +52,19 @@ class Row:
     steps: int | None = None  # training steps of this row's arms; None: the selftest's max_steps
 
 
-def fault_rows(names: list[str], compact: bool = False) -> list[Row]:
+def fault_rows(names: list[str], compact: bool = False, experiment: str | None = None) -> list[Row]:
     """The planted-fault rows of the toy lab (CLEAN is the unfaulted row).
 
     compact: each row trains only as long as its fault's signature needs to show (COMPACT_STEPS, or the
-    fault's SIGNATURE_STEPS where it builds up over training).
+    fault's SIGNATURE_STEPS where it builds up over training). experiment: every row on that experiment
+    instead of each hypothesis's own (toy_arith_vllm for the faults that live in vLLM).
     """
     def steps(name: str) -> int | None:
         return SIGNATURE_STEPS.get(name, COMPACT_STEPS) if compact else None
 
-    return [Row(CLEAN, steps=steps(name)) if name == CLEAN else
-            Row(name, plant=(name,), expected=FAULTS[name][0], steps=steps(name)) for name in names]
+    return [Row(CLEAN, experiment=experiment, steps=steps(name)) if name == CLEAN else
+            Row(name, plant=(name,), experiment=experiment, expected=FAULTS[name][0], steps=steps(name))
+            for name in names]
 
 
 @dataclass

@@ -183,6 +183,10 @@ RUN_SETTINGS: tuple[RunSetting, ...] = (
     RunSetting("repeat_sampler", bool, "repeat_sampler", "treatment",
                "Treatment arm: TRL's own sampler, so each group is num_generations completions of one prompt (a "
                "trainer subclass's or a wrapper's sampler is set aside).", inside_trainer=True),
+    RunSetting("sync_generator", bool, "sync_generator", "treatment",
+               "Treatment arm: push the trainer's weights (LoRA adapters merged) to vLLM before every generation, "
+               "whatever TRL's own sync did; nothing to do where the trained model generates itself.",
+               inside_trainer=True),
     RunSetting("retry_failed_rewards", bool, "retry_failed_rewards", "treatment",
                "Treatment arm: score again each completion that got its reward function's lowest value, and keep "
                "the new score where it differs (a verifier that timed out or crashed and returned a default).", inside_trainer=True),

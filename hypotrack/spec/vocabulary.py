@@ -30,6 +30,7 @@ TRAINERS: tuple[str, ...] = ("grpo", "critic", "parity")
 REQUIREMENTS: dict[str, str] = {
     "kl_term": "a KL term (beta > 0)",
     "lora": "LoRA adapters",
+    "generator_sync": "weights the generator must be kept in step with: LoRA adapters, or vLLM generating (use_vllm)",
     "auxiliary_rewards": "auxiliary reward functions besides the task reward",
     "group_scaling": "advantages divided by a per-group std (scale_rewards: group, or normalize_then_sum)",
 }

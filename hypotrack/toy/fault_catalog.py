@@ -61,9 +61,20 @@ FAULTS: dict[str, tuple[str, str]] = {
     "length_normalised_loss": ("h23", "the loss divides each completion's token sum by its own length (loss_type "
                                       "grpo, trl PR #3138) on a run whose completions can grow: a long wrong answer "
                                       "is penalised less per token, so wrong answers get longer"),
+    "generator_sync_skipped": ("h06", "the weights TRL syncs never reach vLLM: generation keeps sampling from the "
+                                      "checkpoint vLLM loaded while the trainer moves on (with sleep mode, generate() "
+                                      "reloaded the weights from disk over each sync, trl#5312, trl PR #5355; a "
+                                      "custom rollout worker skipped the LoRA sync, trl PR #6344)"),
     "verifier_timeouts_scored_zero": ("h24", "the task verifier runs under a time budget and returns 0.0 when it "
                                              "times out, as a real score (rllm PR #710, trl PR #6427): 4 in 10 "
                                              "completions, right or wrong, are scored as failures"),
+}
+
+# Faults that live in vLLM's generation: they need an experiment that generates with vLLM (use_vllm), such as
+# toy_arith_vllm, and the vLLM environment (`bash .ci/vllm_env`); the default self-test leaves them out.
+NEEDS_VLLM: dict[str, str] = {
+    "generator_sync_skipped": "it lives in vLLM's copy of the weights; run it on an experiment that generates with "
+                              "vLLM: hypotrack selftest --experiment toy_arith_vllm --faults clean,generator_sync_skipped",
 }
 
 # Faults the toy lab plants but cannot show within a self-test's run, and why: the default self-test leaves

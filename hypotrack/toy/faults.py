@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .fault_catalog import FAULTS
+from .fault_catalog import FAULTS, NEEDS_VLLM
 from .text import completion_text
 
 # Training steps after which a fault's signature is visible, for the compact selftest. Most faults show
@@ -58,6 +58,11 @@ TIMEOUT_SHARE = 0.4  # verifier_timeouts_scored_zero: verifications that run out
 
 def apply_config(name: str, arm: dict[str, Any]) -> None:
     """Apply a fault's config-level changes to a resolved arm dict (data.* / grpo.* keys)."""
+    if name in NEEDS_VLLM and not arm["grpo"].get("use_vllm"):
+        from hypotrack.errors import HypotrackError
+
+        raise HypotrackError(f"the planted fault {name} needs an experiment that generates with vLLM (use_vllm: "
+                             f"true, such as toy_arith_vllm): {FAULTS[name][1]}")
     for dotted, value in CONFIG_CHANGES.get(name, {}).items():
         section, key = dotted.split(".", 1)
         if section == "lora" and not arm["lora"].get("enabled", True):
@@ -93,6 +98,8 @@ class Faults:
             trainer.beta = -abs(trainer.beta)
         if "lora_not_synced" in self.names:
             _generate_without_adapters(trainer)
+        if "generator_sync_skipped" in self.names:
+            _skip_generator_sync(trainer)
         if "prompt_in_loss" in self.names:
             _return_prompt_with_completion(trainer)
         if "reference_without_adapter" in self.names:
@@ -223,6 +230,13 @@ def _generate_without_adapters(trainer) -> None:
             return original(*args, **kwargs)
 
     trainer._generate = generate
+
+
+def _skip_generator_sync(trainer) -> None:
+    """TRL's push of the trained weights to vLLM does nothing: vLLM serves the checkpoint it loaded."""
+    generation = getattr(trainer, "vllm_generation", None)
+    if generation is not None:
+        generation.sync_weights = lambda: None
 
 
 def _style_score(text: str) -> float:

@@ -38,6 +38,11 @@ def build_config(spec: ArmSpec, out_dir: Path):
         fields.setdefault("use_cpu", True)
         fields["bf16"] = False
         fields["fp16"] = False
+        if fields.get("use_vllm"):
+            from hypotrack.vllm_cpu import CPU_MEMORY_UTILIZATION
+
+            # vLLM reads this share of the machine's RAM on a CPU, where TRL's 0.9 is refused
+            fields.setdefault("vllm_gpu_memory_utilization", CPU_MEMORY_UTILIZATION)
     if spec.deterministic:
         fields["full_determinism"] = True
     try:
@@ -88,7 +93,13 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
     peft_config = build_peft_config(spec)
     if faults is not None:  # a fault in the model the run starts from (an adapter trained before it)
         model, peft_config = faults.model(model, peft_config)
+    if spec.grpo.get("use_vllm"):
+        _own_rendezvous_port()
     args = build_config(spec, out_dir)
+    if args.use_vllm:  # before the trainer builds vLLM's engine
+        from hypotrack.vllm_cpu import apply
+
+        apply()
     evaluation = _evaluation(spec, args, heldout, tokenizer, rewards)
     before = evaluate(model, tokenizer, evaluation) if evaluation else {}
     if before:
@@ -141,6 +152,22 @@ def _evaluation(spec: ArmSpec, args, heldout, tokenizer, rewards) -> "EvalSetup 
     return EvalSetup(rows=prepare_prompts(heldout, tokenizer, spec.data), rewards=rewards, weights=list(weights),
                      task_index=spec.task_reward_index, max_new_tokens=int(args.max_completion_length or 256),
                      temperature=float(args.temperature), seed=spec.seed)
+
+
+def _own_rendezvous_port() -> None:
+    """A free port for the torch.distributed group vLLM's colocated engine sets up in this process.
+
+    accelerate fills in MASTER_PORT=29500 for a single process, so two arms training side by side would both
+    bind it (EADDRINUSE); a worker launched as one rank of several keeps the port its launcher gave it."""
+    import os
+    import socket
+
+    if os.environ.get("WORLD_SIZE", "1") != "1" or os.environ.get("MASTER_PORT"):
+        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        os.environ["MASTER_PORT"] = str(sock.getsockname()[1])
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
 
 
 def _quiet(trainer) -> None:

@@ -5,6 +5,9 @@
   the reference with the adapters off, i.e. the base model.
 - `restore_repeat_sampler` (h21): TRL's own RepeatSampler, which puts a prompt's num_generations
   completions in one group, in place of a sampler a subclass or wrapper substituted.
+- `sync_generator` (h06): the trainer's weights pushed to vLLM before every generation through TRL's own
+  `VLLMGeneration.sync_weights` (the class's, so a sync that was switched off or replaced on the instance
+  still runs), in place of a sync that did not reach the generator.
 - `retry_rewards` (h24): each reward function scores again the completions it gave a failure's default
   value (worker/rewards.py retry_failed); hypotrack's own arms wrap the functions before the trainer is built,
   a user's script (a command experiment) gets its trainer's functions wrapped in place.
@@ -62,6 +65,26 @@ def apply(trainer: Any, spec: Any, rewards_wrapped: bool = True) -> None:
         restore_repeat_sampler(trainer)
     if spec.retry_failed_rewards and not rewards_wrapped:
         retry_rewards(trainer)
+    if spec.sync_generator:
+        sync_generator(trainer)
+
+
+def sync_generator(trainer: Any) -> bool:
+    """Push the weights to vLLM before every generation; False where the trained model generates itself."""
+    generation = getattr(trainer, "vllm_generation", None)
+    if generation is None:
+        return False
+    from trl.generation.vllm_generation import VLLMGeneration
+
+    original = trainer._generate
+
+    def generate(*args: Any, **kwargs: Any) -> Any:
+        VLLMGeneration.sync_weights(generation)
+        trainer._last_loaded_step = trainer.state.global_step  # TRL's own sync has nothing left to do
+        return original(*args, **kwargs)
+
+    trainer._generate = generate
+    return True
 
 
 def retry_rewards(trainer: Any) -> None:
