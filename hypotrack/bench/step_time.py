@@ -98,6 +98,10 @@ def _train(variant: str, experiment: str, steps: int, out: Path) -> StepClock:
     model, tokenizer = build_model(spec)
     dataset = prepare_prompts(load_rows(spec.data, spec.seed, spec.experiment_dir), tokenizer, spec.data)
     args = build_config(spec, out)
+    if args.use_vllm:  # as the worker does, before the trainer builds vLLM's engine
+        from hypotrack.vllm_cpu import apply
+
+        apply()
     clock = StepClock()
     rewards = [import_object(path, spec.experiment_dir) for path in spec.rewards]
     common: dict[str, Any] = dict(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,

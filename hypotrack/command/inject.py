@@ -79,6 +79,13 @@ def _patch(grpo_trainer: type) -> None:
 
     @functools.wraps(original)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        config = kwargs.get("args", args[2] if len(args) > 2 else None)
+        if getattr(config, "use_vllm", False):  # before TRL builds vLLM's engine, as hypotrack's own worker does
+            from hypotrack.vllm_cpu import apply
+            from hypotrack.worker.grpo_arm import own_rendezvous_port
+
+            own_rendezvous_port()
+            apply()
         original(self, *args, **kwargs)
         if getattr(self, "_hypotrack_watch", None) is None:
             _attach(self)

@@ -94,7 +94,7 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
     if faults is not None:  # a fault in the model the run starts from (an adapter trained before it)
         model, peft_config = faults.model(model, peft_config)
     if spec.grpo.get("use_vllm"):
-        _own_rendezvous_port()
+        own_rendezvous_port()
     args = build_config(spec, out_dir)
     if args.use_vllm:  # before the trainer builds vLLM's engine
         from hypotrack.vllm_cpu import apply
@@ -154,7 +154,7 @@ def _evaluation(spec: ArmSpec, args, heldout, tokenizer, rewards) -> "EvalSetup 
                      temperature=float(args.temperature), seed=spec.seed)
 
 
-def _own_rendezvous_port() -> None:
+def own_rendezvous_port() -> None:
     """A free port for the torch.distributed group vLLM's colocated engine sets up in this process.
 
     accelerate fills in MASTER_PORT=29500 for a single process, so two arms training side by side would both
