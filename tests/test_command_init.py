@@ -171,6 +171,18 @@ def test_validate_reads_a_command_experiment_outside_an_experiments_folder_as_an
     assert hypothesis.returncode == 0 and "ok: 1 hypotheses" in hypothesis.stdout, hypothesis.stderr
 
 
+def test_validate_sorts_a_folder_of_both_kinds_by_what_each_file_holds(tmp_path: Path, project: Path) -> None:
+    env = user_env(tmp_path, project)
+    folder = project / "configs"
+    folder.mkdir()
+    (folder / "my_script.yaml").write_text("name: my_script\ncommand:\n  run: python train_sums.py\n"
+                                           "task_reward: sum_correct\nseeds: [0]\n")
+    shutil.copy(Path(__file__).parents[1] / "hypotheses" / "h01_advantage_scaling_instability.yaml", folder)
+    done = cli(["validate", str(folder)], env, project)
+    assert done.returncode == 0, done.stderr
+    assert "ok: 1 hypotheses, 2 experiments" in done.stdout  # my_script, and the shipped one h01 names
+
+
 @pytest.mark.parametrize("args", [["db", "current"], ["status"], ["next"], ["db", "upgrade"]])
 def test_a_registry_from_a_newer_hypotrack_is_named_as_such(tmp_path: Path, project: Path, args: list[str]) -> None:
     env = user_env(tmp_path, project)

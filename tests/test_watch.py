@@ -107,8 +107,11 @@ def test_a_wrong_reference_is_stopped_at_step_1_and_the_run_is_recorded_as_stopp
 def test_each_gate_stops_its_planted_fault(tmp_path: Path, toy_cache: Path, fault: str, gate: str, hypothesis: str,
                                            step: int) -> None:
     [result], _ = run_script(tmp_path, toy_cache, "--fault", fault, "--stop-on", hypothesis, "--steps", "5")
-    assert {"gate": gate, "hypothesis": hypothesis, "step": step} in result["failures"]
-    assert result["outcome"] == "stopped" and result["global_step"] == step
+    # the grad gate reads the first step whose groups' rewards differ: step 1 or 2 as the toy model's samples fall
+    steps = (1, 2) if gate == "grad" else (step,)
+    [failure] = [f for f in result["failures"] if f["gate"] == gate]
+    assert failure["hypothesis"] == hypothesis and failure["step"] in steps, result["failures"]
+    assert result["outcome"] == "stopped" and result["global_step"] == failure["step"]
 
 
 @pytest.mark.slow

@@ -62,6 +62,7 @@ print("ok")
     ('["nope"]', "'nope' names no gate"),
     ('"gate"', "'gate' names no gate"),
     ('["h03"]', "'h03' names no gate"),  # a hypothesis no gate points to would never stop anything either
+    ('["gates", "ref-kl"]', "'ref-kl' names no gate"),
 ])
 def test_a_stop_on_that_names_no_gate_is_refused_with_the_gates_it_could_name(tmp_path: Path, toy_cache: Path,
                                                                              stop_on: str, named: str) -> None:
@@ -79,6 +80,24 @@ except HypotrackError as exc:
         assert f"{gate} ({hypothesis})" in done.stdout
 
 
+@pytest.mark.parametrize("stop_on, says", [
+    ("5", "watch(stop_on=5): give"),
+    ('["gates", None]', "watch(stop_on=['gates', None])"),
+    ('{"gates": True}', "watch(stop_on={'gates': True})"),
+])
+def test_a_stop_on_that_is_not_names_is_refused(tmp_path: Path, toy_cache: Path, stop_on: str, says: str) -> None:
+    done = run_user_code(tmp_path, toy_cache, f"""
+import hypotrack
+from hypotrack.errors import HypotrackError
+try:
+    hypotrack.watch(trainer(), stop_on={stop_on}, record=False)
+except HypotrackError as exc:
+    print(exc)
+""")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert says in done.stdout, done.stdout
+
+
 def test_stop_on_by_gate_name_or_hypothesis_is_accepted(tmp_path: Path, toy_cache: Path) -> None:
     done = run_user_code(tmp_path, toy_cache, """
 import hypotrack
@@ -92,6 +111,8 @@ print(sorted(session.stop_on))
 @pytest.mark.parametrize("argument, says", [
     ("object()", "hypotrack.watch takes a trl GRPOTrainer (or a subclass of it): got an instance of object"),
     ("trainer().model", "is a model: build the GRPOTrainer with it"),
+    ("None", "hypotrack.watch takes a trl GRPOTrainer (or a subclass of it): got None"),
+    ("__import__('trl').GRPOTrainer", "got the class GRPOTrainer: build the trainer and pass it"),
 ])
 def test_watch_given_something_other_than_a_trainer_says_it_takes_a_grpo_trainer(tmp_path: Path, toy_cache: Path,
                                                                                  argument: str, says: str) -> None:

@@ -247,8 +247,11 @@ def _split_paths(paths: list[Path], library: Library) -> tuple[list[Path], list[
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files = _yaml_files(path)
-            (exp_files if path.name == "experiments" else hyp_files).extend(files)
+            for file in _yaml_files(path):
+                if path.name == "hypotheses":
+                    hyp_files.append(file)
+                else:
+                    (exp_files if _is_experiment_file(file) else hyp_files).append(file)
         elif path.exists():
             (exp_files if _is_experiment_file(path) else hyp_files).append(path)
         else:

@@ -48,7 +48,11 @@ def stop_names(stop_on: Iterable[str] | str | None, gates: bool) -> set[str]:
     A name no gate answers to would never stop anything, so it is refused (a typo such as "gate" included)."""
     from hypotrack.hooks.gates import GATE_HYPOTHESES
 
-    names = set(_as_list(stop_on))
+    listed = _as_list(stop_on) if isinstance(stop_on, (str, list, tuple, set, frozenset)) or stop_on is None else None
+    if listed is None or not all(isinstance(name, str) for name in listed):
+        raise HypotrackError(f"watch(stop_on={stop_on!r}): give \"gates\", a gate's name or a hypothesis id, or a list "
+                             "of them")
+    names = set(listed)
     if names and not gates:
         raise HypotrackError(f"watch(stop_on={sorted(names)}) with gates=False: only the gates stop training; "
                              "leave gates on or drop stop_on")

@@ -59,9 +59,9 @@ class Watch(TapCallback):
 
     def attach(self, trainer: Any) -> "Watch":
         """Instrument ``trainer`` (once); `watch()` and `HypotrackCallback` call this."""
+        _check_trainer(trainer)
         if self.trainer is trainer:
             return self
-        _check_trainer(trainer)
         if getattr(trainer, "_hypotrack_watch", None) is not None:
             raise ValueError("this trainer is already watched by hypotrack")
         self.trainer = trainer
@@ -152,7 +152,11 @@ def _check_trainer(trainer: Any) -> None:
     kind = type(trainer).__name__
     import torch
 
-    if isinstance(trainer, torch.nn.Module):
+    if trainer is None:
+        hint = "got None"
+    elif isinstance(trainer, type):
+        hint = f"got the class {trainer.__name__}: build the trainer and pass it, hypotrack.watch(trainer)"
+    elif isinstance(trainer, torch.nn.Module):
         hint = (f"{kind} is a model: build the GRPOTrainer with it (GRPOTrainer(model=...)) and pass the trainer, "
                 "hypotrack.watch(trainer)")
     elif isinstance(trainer, Trainer):
