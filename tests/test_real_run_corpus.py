@@ -27,9 +27,7 @@ OUTCOMES = {"learned", "flat", "worse", "unclear"}
 # Files in the corpus folder that are not logs: the corpus itself, what it generates, and its ignore rule.
 CORPUS_OWN_FILES = {"corpus.yaml", "holdout_before.md", ".gitignore"}
 # Logs triage cannot read yet, each with what stops it; an entry comes out when its reader is fixed.
-NOT_READ_YET = dict.fromkeys(
-    ("xling__training_log", "xling__training_a3_log"),
-    "a console log whose first line begins with '[' ('[gating] ...') is taken for JSON and refused")
+NOT_READ_YET: dict[str, str] = {}
 
 
 def _log_folder(slug: str) -> Path | None:

@@ -194,6 +194,17 @@ def test_json_records_one_per_line(tmp_path):
     assert log.series["train/reward"] == [(s, s / 10) for s in range(1, 6)]  # the trainer's step, not W&B's row
 
 
+def test_a_console_log_that_starts_like_json_is_still_a_console_log(tmp_path):
+    """A script's own prints come first ('[gating] ...', '{config}'), then the Trainer's dicts."""
+    path = tmp_path / "training.log"
+    dicts = "".join(f"{{'loss': {0.01 * s}, 'grad_norm': 0.5, 'learning_rate': 1e-06, 'reward': {0.1 * s}, "
+                    f"'rewards/accuracy/mean': {0.1 * s}, 'epoch': {s / 100}}}\n" for s in range(1, 9))
+    path.write_text("[gating] model loaded on 1 GPU\n" + dicts + "{'train_runtime': 120.5, 'train_loss': 0.04}\n")
+    log = read_source(str(path))
+    assert log.kind == "console" and [s for s, _ in log.series["reward"]] == list(range(1, 9))
+    assert "train_runtime" not in log.series  # the end-of-training summary is no step
+
+
 # --------------------------------------------------------------------------- what triage cannot read, said in one sentence
 
 

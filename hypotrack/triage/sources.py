@@ -123,7 +123,12 @@ def _read_file(path: Path) -> list[RunLog]:
         what = NOT_METRICS.get(suffix, "a binary file")
         raise HypotrackError(f"{path}: {what}, not a log of the run's metrics; {WHAT_TO_PASS}")
     if suffix == ".json" or head.lstrip().startswith((b"{", b"[")):
-        content = _json_document(path, head)
+        try:
+            content = _json_document(path, head)
+        except HypotrackError:
+            if suffix == ".json":
+                raise
+            content = None  # a log whose first line starts with '[' or '{' ("[rank0] ...", "[gating] ..."): text
         if is_trainer_state(content) or (isinstance(content, dict) and STATE_MARKS & set(content)):
             return [read_trainer_state(path, content)]  # a trainer_state.json without its log says so
         if isinstance(content, list):
