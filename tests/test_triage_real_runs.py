@@ -29,7 +29,7 @@ from hypotrack.triage.sources import read_source
 HERE = Path(__file__).resolve().parent
 REAL = HERE / "fixtures" / "triage" / "real"
 CORPUS_DIR = HERE / "fixtures" / "real_runs"
-LOG_ROOTS = (CORPUS_DIR, HERE.parents[1].parent / "shared" / "real_runs")  # where test_real_run_corpus.py looks for the logs
+LOG_ROOTS = (CORPUS_DIR, HERE.parents[1] / "shared" / "real_runs")  # where test_real_run_corpus.py looks for the logs
 UNSLOTH = REAL / "unslothgrpo_ckpt250"
 
 
