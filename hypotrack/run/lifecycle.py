@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
@@ -28,6 +29,9 @@ from hypotrack.run.seed_check import without_repeats
 from hypotrack.run.workers import ArmState, Display, run_workers, series_by_arm, stop_all
 from hypotrack.spec.models import Hypothesis
 from hypotrack.spec.vocabulary import ARMS
+
+if TYPE_CHECKING:
+    from hypotrack.registry import Registry
 from hypotrack.verdict import Verdict, decide, not_applicable, pooled
 
 # How an arm's or a test's state reads as an MLflow run status.
@@ -68,7 +72,7 @@ def run_test(
     hypothesis: Hypothesis,
     hypothesis_file: Path,
     specs: list[ArmSpec],
-    registry,  # noqa: ANN001
+    registry: Registry,
     options: RunOptions,
     display: Display | None = None,
     on_start: Callable[[str, str, str], None] | None = None,

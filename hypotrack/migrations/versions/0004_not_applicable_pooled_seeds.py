@@ -40,7 +40,7 @@ def downgrade() -> None:
         batch_op.drop_column('headline')
 
 
-def _rename(old_prefix: str, new_prefix: str, old_status: str, new_status: str, confidence) -> None:  # noqa: ANN001
+def _rename(old_prefix: str, new_prefix: str, old_status: str, new_status: str, confidence: float | None) -> None:
     conn = op.get_bind()
     params = {'old': old_status, 'new': new_status, 'conf': confidence, 'like': f'%{old_prefix}%',
               'old_prefix': old_prefix, 'new_prefix': new_prefix}
