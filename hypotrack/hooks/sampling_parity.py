@@ -20,8 +20,12 @@ trainer's temperature alone), with transformers' own logits processors:
   transform scoring does not apply. `closing_transform` names it: 1 temperature, 2 repetition penalty,
   3 top-k/top-p/min-p, 4 none of them alone (0 when there is no gap).
 - `sampling_temperature`, `scoring_temperature`: what each side used.
-A generator that is a separate engine (vLLM) is not tapped; TRL's own
-`sampling/sampling_logp_difference/*` metrics cover that path.
+A generator that is a separate engine (vLLM, colocate mode) is not tapped: its transforms are its own. The
+hook reads what it served instead (hooks/_generator.py), on every rollout:
+- `generator_dtype_differs`: 1 when vLLM serves the model in another dtype than the trainer computes in (TRL
+  builds its engine without a dtype, and vLLM serves a float32 checkpoint in bfloat16), else 0;
+- `generator_gap_mean`, `generator_gap_max`: |vLLM's sampling logprobs - the trainer's| per completion token
+  (TRL's `sampling_per_token_logps` against `old_per_token_logps`), the gap every importance ratio carries.
 """
 from __future__ import annotations
 
@@ -43,6 +47,7 @@ class SamplingParityHook(DiagnosticHook):
     metrics = (
         "transform_gap_mean", "transform_gap_max", "gap_without_temperature", "gap_without_repetition_penalty",
         "gap_without_top_k_top_p", "closing_transform", "sampling_temperature", "scoring_temperature",
+        "generator_dtype_differs", "generator_gap_mean", "generator_gap_max",
     )
 
     @dataclass(frozen=True)
@@ -166,11 +171,33 @@ class SamplingParityHook(DiagnosticHook):
         return None
 
     # -- report ---------------------------------------------------------------------------------
+    def _served_precision(self, batch: RolloutBatch) -> dict[str, float]:
+        """vLLM's served dtype against the trainer's, and its logprob gap to the trainer's; {} without vLLM."""
+        from hypotrack.hooks._generator import served_dtype, served_model
+        from hypotrack.hooks._util import f, unwrap
+
+        served = served_model(self._trainer)
+        if served is None:
+            return {}
+        trainer_dtype = next(unwrap(self._trainer.model).parameters()).dtype
+        differs = served_dtype(served) != trainer_dtype
+        out = {"generator_dtype_differs": float(differs)}
+        if batch.sampling_per_token_logps is not None and batch.old_per_token_logps is not None:
+            mask = batch.completion_mask.detach().bool()
+            gap = (batch.sampling_per_token_logps.detach().float() - batch.old_per_token_logps.detach().float()).abs()
+            gap = gap[mask]
+            if gap.numel():
+                out.update(generator_gap_mean=f(gap.mean()), generator_gap_max=f(gap.max()))
+        return out
+
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
         import torch
 
         tap, self._n_rollouts = self._tap, self._n_rollouts + 1
         try:
+            served = self._served_precision(batch)
+            if served:
+                return served
             if tap is None or not tap["gaps"][None]:
                 return {}
             gaps = {drop: torch.cat(values).float() for drop, values in tap["gaps"].items()}

@@ -198,7 +198,7 @@ def _arm_spec(hypothesis: Hypothesis, experiment: Experiment, experiment_path: P
         deterministic=deterministic, critic=resolved["critic"], parity=resolved["parity"],
         repair_mask=resolved["repair_mask"], reference_at_start=resolved["reference_at_start"],
         repeat_sampler=resolved["repeat_sampler"], retry_failed_rewards=resolved["retry_failed_rewards"],
-        sync_generator=resolved["sync_generator"],
+        sync_generator=resolved["sync_generator"], generator_dtype=resolved["generator_dtype"],
     )
 
 
@@ -220,6 +220,7 @@ def _resolved_arms(hypothesis: Hypothesis, experiment: Experiment, cli: Override
         "repeat_sampler": False,
         "retry_failed_rewards": False,
         "sync_generator": False,
+        "generator_dtype": experiment.generator_dtype,
         "plant": list(experiment.plant),
         "critic": experiment.critic,
         "parity": experiment.parity,

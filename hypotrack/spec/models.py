@@ -25,7 +25,7 @@ from .command import CommandSpec
 from .run_settings import RUN_SETTINGS, VALUE_BOUNDS, RunSetting, command_line
 from .triage import Triage
 from .unread import GIVEN, read_only_when
-from .vocabulary import ARMS, EFFECT_OUTCOMES, PRIORITIES, REQUIREMENTS, TRAINERS
+from .vocabulary import ARMS, EFFECT_OUTCOMES, GENERATOR_DTYPES, PRIORITIES, REQUIREMENTS, TRAINERS
 
 Priority = Literal[PRIORITIES]  # type: ignore[valid-type]
 
@@ -140,6 +140,9 @@ class Experiment(_Strict):
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1)
     max_steps: int = Field(30, **VALUE_BOUNDS["max_steps"].pydantic())
     plant: list[str] = Field(default_factory=list, description="Planted faults (toy lab self-test).")
+    generator_dtype: Literal[GENERATOR_DTYPES] = Field(
+        "auto", description="With use_vllm: the dtype vLLM serves the model in. 'auto' is vLLM's own choice (what "
+        "TRL gives it: bfloat16 for a float32 checkpoint), 'trainer' the dtype the trainer computes in.")
     critic: dict[str, Any] | None = Field(None, description="Critic settings when trainer is 'critic'.",
                                           json_schema_extra=read_only_when(trainer=("critic",)))
     parity: dict[str, Any] | None = Field(None, description="Parity settings when trainer is 'parity'.",

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .vocabulary import LOSS_TYPES, SCALE_REWARDS
+from .vocabulary import GENERATOR_DTYPES, LOSS_TYPES, SCALE_REWARDS
 
 _COMPARE = {"ge": lambda v, limit: v >= limit, "gt": lambda v, limit: v > limit,
             "le": lambda v, limit: v <= limit, "lt": lambda v, limit: v < limit}
@@ -187,6 +187,9 @@ RUN_SETTINGS: tuple[RunSetting, ...] = (
                "Treatment arm: push the trainer's weights (LoRA adapters merged) to vLLM before every generation, "
                "whatever TRL's own sync did; nothing to do where the trained model generates itself.",
                inside_trainer=True),
+    RunSetting("generator_dtype", str, "generator_dtype", "treatment",
+               "Treatment arm: the dtype vLLM serves the model in ('trainer': the trainer's own; 'auto': vLLM's "
+               "choice); nothing to do where the trained model generates itself.", choices=GENERATOR_DTYPES),
     RunSetting("retry_failed_rewards", bool, "retry_failed_rewards", "treatment",
                "Treatment arm: score again each completion that got its reward function's lowest value, and keep "
                "the new score where it differs (a verifier that timed out or crashed and returned a default).", inside_trainer=True),

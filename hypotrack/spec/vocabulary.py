@@ -19,6 +19,9 @@ ARMS: tuple[str, ...] = ("control", "treatment")
 
 # GRPOConfig.scale_rewards and .loss_type values of trl 1.16 (its help text and _compute_loss).
 SCALE_REWARDS: tuple[str, ...] = ("group", "batch", "none")
+# The dtype vLLM serves the model in: "trainer" is the dtype the trainer computes in; "auto" is vLLM's own choice
+# (TRL builds its engine without a dtype, and vLLM then serves a float32 checkpoint in bfloat16).
+GENERATOR_DTYPES: tuple[str, ...] = ("auto", "trainer", "float32", "bfloat16", "float16")
 LOSS_TYPES: tuple[str, ...] = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo", "cispo", "sapo", "vespo")
 # The ones hypotrack.grpo_math reproduces (and `hypotrack parity loss` checks): all but vespo.
 REFERENCE_LOSS_TYPES: tuple[str, ...] = tuple(t for t in LOSS_TYPES if t != "vespo")

@@ -65,6 +65,10 @@ FAULTS: dict[str, tuple[str, str]] = {
                                       "checkpoint vLLM loaded while the trainer moves on (with sleep mode, generate() "
                                       "reloaded the weights from disk over each sync, trl#5312, trl PR #5355; a "
                                       "custom rollout worker skipped the LoRA sync, trl PR #6344)"),
+    "generator_precision_lowered": ("h14", "vLLM serves the float32 model in bfloat16 while the trainer scores in "
+                                           "float32, as TRL's colocated engine does when nothing names a dtype: every "
+                                           "importance ratio carries the precision gap (trl#4772, transformers#31267; "
+                                           "trl PR #6774 matches the dtypes)"),
     "verifier_timeouts_scored_zero": ("h24", "the task verifier runs under a time budget and returns 0.0 when it "
                                              "times out, as a real score (rllm PR #710, trl PR #6427): 4 in 10 "
                                              "completions, right or wrong, are scored as failures"),
@@ -75,6 +79,9 @@ FAULTS: dict[str, tuple[str, str]] = {
 NEEDS_VLLM: dict[str, str] = {
     "generator_sync_skipped": "it lives in vLLM's copy of the weights; run it on an experiment that generates with "
                               "vLLM: hypotrack selftest --experiment toy_arith_vllm --faults clean,generator_sync_skipped",
+    "generator_precision_lowered": "it lives in the dtype vLLM serves in; run it on an experiment that generates "
+                                   "with vLLM: hypotrack selftest --experiment toy_arith_vllm --faults "
+                                   "clean,generator_precision_lowered",
 }
 
 # Faults the toy lab plants but cannot show within a self-test's run, and why: the default self-test leaves

@@ -68,6 +68,8 @@ def apply_config(name: str, arm: dict[str, Any]) -> None:
         if section == "lora" and not arm["lora"].get("enabled", True):
             continue  # full fine-tuning: no adapter settings to change
         arm[section][key] = value
+    if name == "generator_precision_lowered":
+        arm["generator_dtype"] = "bfloat16"
     if name in ("kl_wrong_sign", "reference_without_adapter") and not arm["grpo"].get("beta"):
         # the bug needs a KL term to put the wrong sign on: the toy lab's own runs have none
         arm["grpo"]["beta"] = KL_BETA

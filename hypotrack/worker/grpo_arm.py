@@ -100,6 +100,7 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
         from hypotrack.vllm_cpu import apply
 
         apply()
+        serve_in_dtype(spec.generator_dtype, model)
     evaluation = _evaluation(spec, args, heldout, tokenizer, rewards)
     before = evaluate(model, tokenizer, evaluation) if evaluation else {}
     if before:
@@ -152,6 +153,24 @@ def _evaluation(spec: ArmSpec, args, heldout, tokenizer, rewards) -> "EvalSetup 
     return EvalSetup(rows=prepare_prompts(heldout, tokenizer, spec.data), rewards=rewards, weights=list(weights),
                      task_index=spec.task_reward_index, max_new_tokens=int(args.max_completion_length or 256),
                      temperature=float(args.temperature), seed=spec.seed)
+
+
+def serve_in_dtype(dtype: str, model: Any) -> None:
+    """Have TRL's colocated vLLM engine serve the model in ``dtype`` ('trainer': the model's own; 'auto': leave
+    vLLM's choice). TRL builds the engine without a dtype, and vLLM then serves a float32 checkpoint in bfloat16."""
+    if dtype == "auto":
+        return
+    from trl.generation import vllm_generation
+
+    name = str(next(model.parameters()).dtype).removeprefix("torch.") if dtype == "trainer" else dtype
+    build = getattr(vllm_generation.LLM, "__wrapped__", vllm_generation.LLM)
+
+    def engine(*args: Any, **kwargs: Any) -> Any:
+        kwargs["dtype"] = name
+        return build(*args, **kwargs)
+
+    engine.__wrapped__ = build  # a second call wraps vLLM's own class again, not this wrapper
+    vllm_generation.LLM = engine
 
 
 def own_rendezvous_port() -> None:
