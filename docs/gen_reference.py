@@ -121,6 +121,18 @@ def faults_page() -> str:
     return "\n".join(out) + "\n"
 
 
+def triage_metrics_page() -> str:
+    from hypotrack.spec.triage import DERIVED_METRICS
+
+    out = ["# Triage metrics", "",
+           "What triage derives by role from a run's own logs, beside TRL's keys and the hooks' `diag/*` keys, read "
+           "from `hypotrack/spec/triage.py` when this page was built. A hypothesis's `triage:` signatures may name "
+           "any of them; 'run:' marks a reading of the whole run rather than of each step.", "",
+           "| metric | what it is |", "|---|---|"]
+    out += [f"| `{name}` | {cell(what)} |" for name, what in DERIVED_METRICS.items()]
+    return "\n".join(out) + "\n"
+
+
 def run_settings_page() -> str:
     out = ["# Run settings", "",
            "Every setting a `hypotrack run` flag or a hypothesis's `treatment:` can change, and where it lands "
@@ -163,6 +175,7 @@ PAGES = {
     "reference/hooks.md": hooks_page,
     "reference/faults.md": faults_page,
     "reference/run-settings.md": run_settings_page,
+    "reference/triage-metrics.md": triage_metrics_page,
     "reference/cli.md": cli_page,
 }
 

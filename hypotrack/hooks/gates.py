@@ -58,6 +58,7 @@ class GatesHook(DiagnosticHook):
     metrics = (
         "ratio_logp_max_diff", "ref_logp_max_diff", "ref_logp_max_diff_eval", "ref_kl_mean", "grad_norm", "group_variance",
         "sampling_gap_mean", "lora_gen_adapter_active_share", "lora_gen_checksum_rel_diff", "failed",
+        "stopped",  # logged by watch's session when stop_on ends the run (watch/session.py)
     )
 
     @dataclass(frozen=True)
