@@ -72,7 +72,7 @@ def supervised_stage(model: Any, tokenizer: Any, steps: int = 30) -> None:
         texts = []
         for _ in range(16):
             a, b = rng.randint(0, 49), rng.randint(0, 49)
-            texts.append(f"{a}+{b}={a + b}")
+            texts.append(f"{a}+{b}={a + b}{tokenizer.eos_token or ''}")  # the answer, then the end of the text
         batch = tokenizer(texts, return_tensors="pt", padding=True)
         labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
         loss = model(**batch, labels=labels).loss
