@@ -102,6 +102,18 @@ def test_the_command_runs_where_it_was_typed(tmp_path: Path, project: Path) -> N
     assert f"in {project}:" in dry.stdout.replace("\n", " ")
 
 
+def test_a_command_whose_script_is_not_where_it_runs_is_told_about_command_cwd(tmp_path: Path,
+                                                                                project: Path) -> None:
+    env = user_env(tmp_path, project)
+    init_command(project, env, "python train_sums.py --beta 0.04 --seed 1")
+    path = project / "experiments" / "my_script.yaml"
+    path.write_text(path.read_text().replace('cwd: ".."', 'cwd: "."'))  # the folder of the old default
+    done = cli(["run", "h03", "--experiment", "my_script", "--seeds", "1", "--dry-run"], env, project)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    message = " ".join(done.stderr.split())
+    assert "train_sums.py does not exist: the command runs in" in message and "set command.cwd" in message
+
+
 def test_init_command_typed_in_a_subfolder_runs_there(tmp_path: Path, project: Path) -> None:
     scripts = project / "scripts"
     scripts.mkdir()

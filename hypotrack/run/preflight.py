@@ -42,7 +42,9 @@ def _check_command(spec: ArmSpec) -> None:
     if Path(program).name.startswith("python") and len(spec.command) > 1 and spec.command[1].endswith(".py"):
         script = cwd / spec.command[1]
         if not script.is_file():
-            raise HypotrackError(f"{where}: the script {script} does not exist")
+            raise HypotrackError(f"{where}: the script {script} does not exist: the command runs in {cwd} "
+                                 f"(command.cwd, relative to the experiment's folder {spec.experiment_dir}); set "
+                                 "command.cwd to the folder you run the command in")
 
 
 @contextmanager
