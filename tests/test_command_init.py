@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -142,10 +144,30 @@ def test_seeds_without_a_seed_mapping_are_refused_before_anything_is_recorded(tm
     assert done.returncode != 0 and "Traceback" not in done.stderr
     message = " ".join(done.stderr.split())
     assert "--seeds 2: experiment 'my_script' has no command.seed mapping" in message
-    assert "count one run as 2 seeds" in message and 'seed: "--seed {value}"' in message
+    assert "count one run as several seeds" in message and 'seed: "--seed {value}"' in message
     assert registry_rows(tmp_path / "registry.db", "select * from test_run") == []
     one = cli(["run", "h03", "--experiment", "my_script", "--seeds", "1", "--dry-run"], env, project)
     assert one.returncode == 0, one.stderr
+
+
+def test_seeds_added_later_reach_the_script_and_without_a_mapping_are_refused(tmp_path: Path, project: Path) -> None:
+    env = user_env(tmp_path, project)
+    init_command(project, env, "python train_sums.py --beta 0.04 --seed 1")
+    code = ("from hypotrack.spec import Project, load_library; from hypotrack.run.api import prepare_test; "
+            "plan = prepare_test(load_library(Project.locate()), 'h03', experiment='my_script').reseeded([5, 6]); "
+            "print(sorted((s.arm, s.seed, ' '.join(s.command)) for s in plan.specs))")
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=project, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    for seed in (5, 6):  # each added seed's command line carries that seed (--more-seeds, --seeds auto)
+        assert f"('control', {seed}, 'python train_sums.py --beta 0.04 --seed 1 --seed {seed}')" in done.stdout
+    unmapped = project / "experiments" / "my_script.yaml"
+    unmapped.write_text(unmapped.read_text().replace('  seed: "--seed {value}"\n', "").replace(
+        "seeds: [0, 1]", "seeds: [0]"))
+    refused = cli(["run", "h03", "--experiment", "my_script", "--more-seeds", "1", "--dry-run"], env, project)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr, refused.stdout
+    assert "adding seed(s) [0] (--more-seeds, --seeds auto): experiment 'my_script' has no command.seed mapping" in \
+        " ".join(refused.stderr.split())
 
 
 def test_a_setup_flag_without_a_mapping_is_named_as_the_users_flag(tmp_path: Path, project: Path) -> None:

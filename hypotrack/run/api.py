@@ -19,6 +19,7 @@ a time until the treatment effect is decided (the sequential rule of hypotrack/e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,9 @@ class TestPlan:
     flags: dict[str, Any] = field(default_factory=dict)  # recorded with the test run
     # Why the hypothesis cannot apply to the user's run (its control arm, trained or not); empty when it can.
     unmet: list[str] = field(default_factory=list)
+    # The arms resolved again for other seeds; a command experiment's command line carries its seed, so a copy of
+    # another seed's spec would train that seed again. None: a seed changes nothing else of an arm.
+    resolve_seeds: Callable[[list[int]], list[ArmSpec]] | None = None
 
     @property
     def config_hash(self) -> str:
@@ -56,11 +60,15 @@ class TestPlan:
 
     def reseeded(self, seeds: list[int]) -> "TestPlan":
         """The same arms on other seeds (a seed changes nothing else of a resolved arm)."""
-        firsts = {}
-        for spec in self.specs:
-            firsts.setdefault(spec.arm, spec)
-        specs = [spec.model_copy(update={"seed": seed}) for spec in firsts.values() for seed in seeds]
-        return TestPlan(self.hypothesis, self.hypothesis_file, specs, dict(self.flags), list(self.unmet))
+        if self.resolve_seeds is not None:
+            specs = self.resolve_seeds(seeds)
+        else:
+            firsts = {}
+            for spec in self.specs:
+                firsts.setdefault(spec.arm, spec)
+            specs = [spec.model_copy(update={"seed": seed}) for spec in firsts.values() for seed in seeds]
+        return TestPlan(self.hypothesis, self.hypothesis_file, specs, dict(self.flags), list(self.unmet),
+                        self.resolve_seeds)
 
 
 def prepare_test(library: Library, hypothesis_id: str, *, experiment: str | None = None,
@@ -88,7 +96,14 @@ def prepare_test(library: Library, hypothesis_id: str, *, experiment: str | None
     specs = resolve_arms(hypothesis, exp, exp_path, overrides, seeds=list(range(seeds)) if seeds else None,
                          arms=arms, deterministic=deterministic)
     unmet = unmet_requirements(hypothesis, control_spec(hypothesis, exp, exp_path, overrides))
-    return TestPlan(hypothesis, library.hypothesis_files[hypothesis.id], specs, dict(flags or {}), unmet)
+    chosen = sorted({spec.arm for spec in specs}, key=[spec.arm for spec in specs].index)
+
+    def resolve_seeds(new_seeds: list[int]) -> list[ArmSpec]:  # --more-seeds and --seeds auto add seeds
+        return resolve_arms(hypothesis, exp, exp_path, overrides, seeds=new_seeds, arms=chosen,
+                            deterministic=deterministic, adding_seeds=True)
+
+    return TestPlan(hypothesis, library.hypothesis_files[hypothesis.id], specs, dict(flags or {}), unmet,
+                    resolve_seeds if exp.command is not None else None)
 
 
 def _check_fault(name: str) -> None:

@@ -125,8 +125,11 @@ def resolve_arms(
     seeds: list[int] | None = None,
     arms: list[str] | None = None,
     deterministic: bool = False,
+    adding_seeds: bool = False,
 ) -> list[ArmSpec]:
-    """One ArmSpec per arm x seed; raises HypotrackError for settings that cannot work."""
+    """One ArmSpec per arm x seed; raises HypotrackError for settings that cannot work.
+
+    adding_seeds: the seeds are added to earlier ones (--more-seeds, --seeds auto)."""
     per_arm = _resolved_arms(hypothesis, experiment, cli)
     chosen_arms = arms or list(hypothesis.arms)
     for arm in chosen_arms:
@@ -141,7 +144,8 @@ def resolve_arms(
                 f"{flags}: these flags change the treatment arm only, and --arms {','.join(chosen_arms)} does not run "
                 "it. To change the setup both arms share, edit the experiment file (its settings: or lora:).")
     chosen_seeds = seeds if seeds is not None else list(experiment.seeds)
-    _check_seeds_reach_the_command(experiment, experiment_path, chosen_seeds, from_flag=seeds is not None)
+    _check_seeds_reach_the_command(experiment, experiment_path, chosen_seeds, from_flag=seeds is not None,
+                                   adding=adding_seeds)
     specs = []
     for arm in chosen_arms:
         resolved = per_arm[arm]
@@ -153,15 +157,19 @@ def resolve_arms(
 
 
 def _check_seeds_reach_the_command(experiment: Experiment, experiment_path: Path, seeds: list[int],
-                                   from_flag: bool) -> None:
+                                   from_flag: bool, adding: bool = False) -> None:
     """A command experiment without a seed mapping runs the same command for every seed: two "seeds" would be one
-    run counted twice, so more than one is refused, saying how to give the script its seed."""
-    if experiment.command is None or experiment.command.seed is not None or len(seeds) < 2:
+    run counted twice, so more than one (or any added to earlier ones) is refused, saying how to give the script
+    its seed."""
+    if experiment.command is None or experiment.command.seed is not None or (len(seeds) < 2 and not adding):
         return
-    asked = f"--seeds {len(seeds)}" if from_flag else f"seeds: {seeds} in {experiment_path}"
+    if adding:
+        asked = f"adding seed(s) {seeds} (--more-seeds, --seeds auto)"
+    else:
+        asked = f"--seeds {len(seeds)}" if from_flag else f"seeds: {seeds} in {experiment_path}"
     raise HypotrackError(f"{asked}: experiment {experiment.name!r} has no command.seed mapping, so every seed would run "
                          "the same command and train the same run, and the verdict would count one run as "
-                         f"{len(seeds)} seeds. Map how a seed reaches your script under command: (seed: \"--seed "
+                         "several seeds. Map how a seed reaches your script under command: (seed: \"--seed "
                          "{value}\", or seed: {env: SEED} when the script reads it from the environment), or "
                          "run one seed (--seeds 1, or seeds: [0] in the experiment)")
 
