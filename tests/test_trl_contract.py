@@ -64,3 +64,19 @@ def test_the_tap_wraps_only_seams_this_file_checks() -> None:
 
     assert set(WRAPPED_METHODS) <= set(SEAMS)
     assert all(name in vars(HypotrackGRPOTrainer) for name in WRAPPED_METHODS)
+
+
+def test_the_reference_adapter_switch_the_hooks_use_exists() -> None:
+    """The kl hook and the ref_kl gate score TRL's "ref" adapter through TRL's own context manager."""
+    from trl.trainer.utils import use_adapter
+
+    assert "adapter_name" in inspect.signature(use_adapter).parameters
+
+
+def test_the_vllm_engine_seam_the_worker_wraps_exists() -> None:
+    """generator_dtype reaches vLLM by wrapping the LLM class TRL builds its colocated engine from, and the lora_sync
+    hook reads the served model where TRL's colocated sync writes it."""
+    from trl.generation import vllm_generation
+
+    assert "LLM(" in inspect.getsource(vllm_generation.VLLMGeneration._init_vllm)
+    assert "driver_worker.model_runner.model.load_weights" in inspect.getsource(vllm_generation.VLLMGeneration.sync_weights)
