@@ -134,7 +134,9 @@ def _steps(entries: list[tuple[tuple[int, int] | None, dict]]) -> list[int] | No
     if not totals:
         return None
     training_total = totals.most_common(1)[0][0]
-    steps = [bar[0] if bar is not None and bar[1] == training_total else None for bar, _ in entries]
-    if None in steps or any(b <= a for a, b in zip(steps, steps[1:])):  # type: ignore[operator]
+    if any(bar is None or bar[1] != training_total for bar, _ in entries):
         return None
-    return steps  # type: ignore[return-value]
+    steps = [bar[0] for bar, _ in entries]
+    if any(b <= a for a, b in zip(steps, steps[1:])):
+        return None
+    return steps

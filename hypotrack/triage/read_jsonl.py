@@ -30,7 +30,7 @@ def read_records(path: Path, records: list | None = None) -> RunLog:
         step_key = next((key for key in STEP_KEYS if number(flat.get(key)) is not None), None)
         if step_key is None:
             counted += 1
-        step = int(number(flat[step_key])) if step_key else position  # type: ignore[arg-type]
+        step = int(number(flat[step_key]) or 0) if step_key else position  # the key was chosen for its number
         for key, value in flat.items():
             if key in STEP_KEYS:
                 continue

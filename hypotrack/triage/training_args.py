@@ -33,11 +33,13 @@ class _Placeholder:
 
     __module_name__ = ""
     __class_name__ = ""
+    args: tuple  # what the pickle passed to the constructor
+    state: dict  # what it set on the object (a dict or list subclass's items under their keys, or under "")
 
     def __new__(cls, *args: object, **kwargs: object) -> "_Placeholder":
         instance = object.__new__(cls)
-        instance.args = args  # type: ignore[attr-defined]
-        instance.state = {}  # type: ignore[attr-defined]
+        instance.args = args
+        instance.state = {}
         return instance
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -50,16 +52,16 @@ class _Placeholder:
                 if isinstance(part, dict):
                     merged.update(part)
             state = merged
-        self.state = state if isinstance(state, dict) else {"": state}  # type: ignore[attr-defined]
+        self.state = state if isinstance(state, dict) else {"": state}
 
     def __setitem__(self, key: object, value: object) -> None:  # dict subclasses are built item by item
-        self.state[key] = value  # type: ignore[attr-defined]
+        self.state[key] = value
 
     def append(self, value: object) -> None:  # and list subclasses element by element
-        self.state.setdefault("", []).append(value)  # type: ignore[attr-defined]
+        self.state.setdefault("", []).append(value)
 
-    def extend(self, values: object) -> None:
-        self.state.setdefault("", []).extend(values)  # type: ignore[attr-defined, arg-type]
+    def extend(self, values: list) -> None:
+        self.state.setdefault("", []).extend(values)
 
 
 def _reconstruct(cls: type, base: object = None, state: object = None) -> _Placeholder:
@@ -91,11 +93,11 @@ def _plain(value: object, depth: int = 0) -> object:
     if depth > 20:
         return None
     if isinstance(value, _Placeholder):
-        if not value.state and len(value.args) == 1:  # type: ignore[attr-defined]
-            return _plain(value.args[0], depth + 1)  # type: ignore[attr-defined]
-        if "_value_" in value.state:  # type: ignore[attr-defined]
-            return _plain(value.state["_value_"], depth + 1)  # type: ignore[attr-defined]
-        return {str(k): _plain(v, depth + 1) for k, v in value.state.items()}  # type: ignore[attr-defined]
+        if not value.state and len(value.args) == 1:
+            return _plain(value.args[0], depth + 1)
+        if "_value_" in value.state:
+            return _plain(value.state["_value_"], depth + 1)
+        return {str(k): _plain(v, depth + 1) for k, v in value.state.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_plain(v, depth + 1) for v in value]
     if isinstance(value, dict):

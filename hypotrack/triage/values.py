@@ -33,7 +33,7 @@ def number(cell: object) -> float | None:
     if isinstance(cell, (int, float)):
         return float(cell)
     try:
-        return float(cell)  # type: ignore[arg-type]
+        return float(cell)
     except (TypeError, ValueError):
         return None
 
