@@ -2,7 +2,7 @@
 
 mkdocs-gen-files runs this script and serves what it writes as pages, so the reference cannot drift from
 the code it describes: the hypotheses are read by hypotrack's own loader from the shipped library, the
-hooks from their classes (hooks/manifest.py), the planted faults from their catalogue, the run flags from
+hooks, planted faults and treatments from their classes (their manifest.py), the run flags from
 `RUN_SETTINGS`, and the CLI pages from click's own help. Nothing here is copied by hand.
 """
 
@@ -12,13 +12,14 @@ import click
 import mkdocs_gen_files
 
 from hypotrack.cli import cli
-from hypotrack.hooks.manifest import HOOK_CLASSES, HOOK_SETTING_DEFAULTS
+from hypotrack.faults.manifest import FAULT_CLASSES
+from hypotrack.hooks.manifest import HOOK_CLASSES
 from hypotrack.library import HYPOTHESES_DIR
 from hypotrack.spec.loader import load_library
 from hypotrack.spec.models import AnyOf, Criterion, Hypothesis
 from hypotrack.spec.project import Project
 from hypotrack.spec.run_settings import RUN_SETTINGS
-from hypotrack.toy.fault_catalog import FAULTS
+from hypotrack.treatments.manifest import TREATMENT_CLASSES
 
 
 def cell(text: object) -> str:
@@ -84,40 +85,45 @@ def hooks_page() -> str:
     for name, hook in sorted(HOOK_CLASSES.items()):
         out += [f"## `{name}`", "", " ".join(hook.description.split()), "", "Metrics: " +
                 ", ".join(f"`{m}`" for m in hook.metrics), ""]
-        settings = HOOK_SETTING_DEFAULTS[name]
-        if settings:
-            docs = setting_docs(hook)
-            out += ["| setting | default | what it sets |", "|---|---|---|"]
-            out += [f"| `{key}` | `{value!r}` | {cell(docs.get(key, ''))} |" for key, value in settings.items()]
-            out.append("")
+        out += settings_table(hook)
     return "\n".join(out) + "\n"
 
 
-def setting_docs(hook: type) -> dict[str, str]:
-    """Each setting's docstring: the string literal that follows the field in the Settings class's source."""
-    import ast
-    import inspect
-    import textwrap
-
-    tree = ast.parse(textwrap.dedent(inspect.getsource(hook.Settings)))
-    body = tree.body[0].body
-    docs = {}
-    for field, following in zip(body, body[1:]):
-        if (isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name)
-                and isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant)
-                and isinstance(following.value.value, str)):
-            docs[field.target.id] = following.value.value
-    return docs
+def settings_table(unit: type) -> list[str]:
+    """A unit's settings (a hook's, a fault's, a treatment's): each default and the docstring under its field."""
+    settings, docs = unit.setting_defaults(), unit.setting_docs()
+    if not settings:
+        return []
+    return ["| setting | default | what it sets |", "|---|---|---|",
+            *[f"| `{key}` | `{value!r}` | {cell(docs.get(key, ''))} |" for key, value in settings.items()], ""]
 
 
 def faults_page() -> str:
     out = ["# Planted faults", "",
            "The faults the toy lab can plant (`--plant NAME` on `hypotrack run`, `plant:` in an experiment, "
-           "and the rows of `hypotrack selftest`), read from `hypotrack/toy/fault_catalog.py` when this page was "
-           "built. A fault is part of the setup being debugged: it applies to both arms.", "",
+           "and the rows of `hypotrack selftest`), each read off its class (`hypotrack/faults/<name>.py`) when this "
+           "page was built. A fault is part of the setup being debugged: it applies to both arms.", "",
            "| fault | imitates | what it does |", "|---|---|---|"]
-    out += [f"| `{name}` | [{hypothesis}](hypotheses.md#{hypothesis}) | {cell(what)} |"
-            for name, (hypothesis, what) in FAULTS.items()]
+    out += [f"| [`{name}`](#{name}) | [{cls.imitates}](hypotheses.md#{cls.imitates}) | {cell(cls.description)} |"
+            for name, cls in FAULT_CLASSES.items()]
+    for name, cls in FAULT_CLASSES.items():
+        out += ["", f"## `{name}`", "", f"Imitates {cls.imitates}; touches {', '.join(cls.seams)}.", ""]
+        if cls.needs_vllm:
+            out += [f"Needs vLLM: {cls.needs_vllm}.", ""]
+        if cls.not_shown_on_toy:
+            out += [f"Not shown on the toy lab: {cls.not_shown_on_toy}.", ""]
+        out += settings_table(cls)
+    return "\n".join(out) + "\n"
+
+
+def treatments_page() -> str:
+    out = ["# Treatments inside the trainer", "",
+           "The treatments hypotrack applies to the built trainer, each read off its class "
+           "(`hypotrack/treatments/<name>.py`) when this page was built. Each is a `hypotrack run` flag and a key of a "
+           "hypothesis's `treatment:`; a command experiment takes it without a flag of its script's.", ""]
+    for name, cls in TREATMENT_CLASSES.items():
+        out += [f"## `--{name.replace('_', '-')}`", "", f"Fixes [{cls.fixes}](hypotheses.md#{cls.fixes}); touches "
+                f"{', '.join(cls.seams)}.", "", " ".join(cls.help.split()), "", *settings_table(cls)]
     return "\n".join(out) + "\n"
 
 
@@ -174,6 +180,7 @@ PAGES = {
     "reference/hypotheses.md": hypotheses_page,
     "reference/hooks.md": hooks_page,
     "reference/faults.md": faults_page,
+    "reference/treatments.md": treatments_page,
     "reference/run-settings.md": run_settings_page,
     "reference/triage-metrics.md": triage_metrics_page,
     "reference/cli.md": cli_page,

@@ -37,7 +37,7 @@ import torch
 
 from hypotrack.spec.vocabulary import REFERENCE_LOSS_TYPES
 
-ADV_EPS = 1e-4  # TRL adds this to the std before dividing (grpo_trainer.py, _generate_and_score_completions)
+ADV_EPS = 1e-4  # TRL adds this to the std before dividing (grpo_trainer.py, where it scores a rollout)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -149,8 +149,8 @@ def completion_logps(
 ) -> torch.Tensor:
     """Per-token log p(completion token | prefix).
 
-    With a ``trainer``, its own `_get_per_token_logps_and_entropies` (same temperature, same fused head,
-    same numerics as the values a hook checks). Otherwise one plain forward + log_softmax + gather: the
+    With a ``trainer``, its own per-token logprobs (TRL's logprob seam, session/trl_seams.py: same temperature,
+    same fused head, same numerics as the values a hook checks). Otherwise one plain forward + log_softmax + gather: the
     logit at position t predicts token t+1, hence the [-T-1:-1] slice, and positions whose attention
     mask is 0 (completion padding) are set to 0, as TRL's fused LM head does, so a KL term with ref
     logps of 0 there stays finite before masking.
@@ -158,9 +158,12 @@ def completion_logps(
     input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
     attention_mask = torch.cat([prompt_mask, completion_mask], dim=1)
     T = completion_ids.size(1)
-    if trainer is not None and hasattr(trainer, "_get_per_token_logps_and_entropies"):
-        logps, _, _ = trainer._get_per_token_logps_and_entropies(model, input_ids, attention_mask, T)
-        return logps.float()
+    if trainer is not None:
+        from hypotrack.session.trl_seams import policy_logps
+
+        logps = policy_logps(trainer, model, input_ids, attention_mask, T)
+        if logps is not None:
+            return logps.float()
     logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, -T - 1 : -1, :]
     return token_logps(logits, completion_ids, temperature).masked_fill(completion_mask == 0, 0.0)
 
@@ -236,7 +239,7 @@ def token_aggregation(
 # --------------------------------------------------------------------------------------------------
 @dataclass
 class GRPOLossConfig:
-    """The knobs of TRL's `_compute_loss` this reference reproduces (names follow GRPOConfig)."""
+    """The knobs of TRL's loss this reference reproduces (names follow GRPOConfig)."""
 
     loss_type: str = "dapo"
     beta: float = 0.0

@@ -51,11 +51,8 @@ class ArmSpec(BaseModel):
     hook_settings: dict[str, dict[str, Any]] = Field(default_factory=dict)
     plant: list[str] = Field(default_factory=list)
     deterministic: bool = False
-    repair_mask: bool = False  # take tokens the policy did not write out of the loss (h02's treatment)
-    reference_at_start: bool = False  # the KL reference is a copy of the starting adapter (h18's treatment)
-    repeat_sampler: bool = False  # TRL's own RepeatSampler, whatever replaced it (h21's treatment)
-    retry_failed_rewards: bool = False  # score the lowest-scored completions again (h24's treatment)
-    sync_generator: bool = False  # push the trainer's weights to vLLM before every generation (h06's treatment)
+    # The treatments that act inside the trainer (hypotrack/treatments/), by name: the treatment arm's fix
+    treatments: list[str] = Field(default_factory=list)
     generator_dtype: str = "auto"  # the dtype vLLM serves in: auto (vLLM's choice), trainer, or a dtype's name
     critic: dict[str, Any] | None = None
     parity: dict[str, Any] | None = None

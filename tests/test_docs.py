@@ -39,16 +39,18 @@ def test_the_readme_is_read_in_one_sitting() -> None:
 
 
 def test_the_site_builds_with_every_reference_page_generated(site: Path) -> None:
+    from hypotrack.faults.manifest import FAULTS
     from hypotrack.hooks.manifest import HOOK_CLASSES
     from hypotrack.library import HYPOTHESES_DIR
-    from hypotrack.toy.fault_catalog import FAULTS
+    from hypotrack.treatments.manifest import TREATMENT_CLASSES
 
     pages = {name: (site / "reference" / name / "index.html").read_text(encoding="utf-8")
-             for name in ("hypotheses", "hooks", "faults", "run-settings", "cli")}
+             for name in ("hypotheses", "hooks", "faults", "treatments", "run-settings", "cli")}
     for path in HYPOTHESES_DIR.glob("h*.yaml"):
         assert f'id="{path.name.split("_", 1)[0]}"' in pages["hypotheses"], path.name
     assert all(f'id="{name}"' in pages["hooks"] for name in HOOK_CLASSES)
-    assert all(name in pages["faults"] for name in FAULTS)
+    assert all(f'id="{name}"' in pages["faults"] for name in FAULTS)
+    assert all(name in pages["treatments"] for name in TREATMENT_CLASSES)
     assert "--no-peft" in pages["run-settings"] and "grpo.beta" in pages["run-settings"]
     assert "hypotrack triage" in pages["cli"] and "Usage:" in pages["cli"]
     # the home page is the README, its links made relative to the site

@@ -1,4 +1,4 @@
-"""Planted faults do exactly the bug they imitate, on constructed tensors."""
+"""Planted faults do exactly the bug they imitate, on constructed tensors; each declares itself on its class."""
 
 from __future__ import annotations
 
@@ -6,7 +6,34 @@ import pytest
 import torch
 
 from hypotrack.errors import HypotrackError
-from hypotrack.toy.faults import FAULTS, _jitter, apply_config, build_faults
+from hypotrack.faults.base import SEAMS, PlantedFault
+from hypotrack.faults.manifest import FAULT_CLASSES, FAULTS, build_faults, configure_arm
+from hypotrack.faults.tiny_std_rewards import jitter
+
+
+def fault(name: str) -> PlantedFault:
+    (built,) = build_faults([name])
+    return built
+
+
+def apply_config(name: str, arm: dict) -> None:
+    configure_arm([name], arm)
+
+
+def test_each_fault_declares_itself_and_its_catalogue_is_read_off_the_classes() -> None:
+    from hypotrack.spec import Project, load_library
+
+    hypotheses = load_library(Project.locate()).hypotheses
+    for name, cls in FAULT_CLASSES.items():
+        assert cls.name == name and cls.imitates in hypotheses and cls.description, name
+        assert cls.seams and set(cls.seams) <= set(SEAMS), f"{name}: seams come from faults/base.py SEAMS"
+        assert set(cls.setting_docs()) == set(cls.setting_defaults()), f"{name}: each setting needs a docstring"
+        acts = {stage for stage in ("configure", "model", "reward_functions", "rewards", "attach")
+                if getattr(cls, stage) is not getattr(PlantedFault, stage)}
+        assert acts, f"{name} acts at no stage"
+        assert ("configure" in acts) == ("config" in cls.seams), f"{name}: it changes the config iff it says so"
+    with pytest.raises(ValueError, match="does not accept setting"):
+        FAULT_CLASSES["learning_rate_too_high"](factor=2.0, speed=3)
 
 
 def test_every_diagnosed_hypothesis_has_a_fault() -> None:
@@ -32,7 +59,7 @@ def test_prompt_in_loss_hands_the_prompt_back_as_completion_tokens() -> None:
             return ([[1, 5, 6, 7], [1, 8, 9]], [[20, 21, 2], [22, 2]], None, ["19", "7"], None, None, None, None)
 
     trainer = Trainer()
-    build_faults(["prompt_in_loss"]).attach(trainer)
+    fault("prompt_in_loss").attach(trainer)
     prompt_ids, completion_ids, tool_mask, completions, *_ = trainer._generate(["p", "q"])
     assert prompt_ids == [[1, 5, 6, 7], [1, 8, 9]]  # the prompt itself is untouched
     assert completion_ids == [[5, 6, 7, 20, 21, 2], [8, 9, 22, 2]]  # ...and echoed into the trained tokens
@@ -40,9 +67,9 @@ def test_prompt_in_loss_hands_the_prompt_back_as_completion_tokens() -> None:
 
 
 def test_tiny_std_jitter_is_tiny_per_sample_and_reproducible() -> None:
-    values = _jitter(200, step=3, seed=0)
+    values = jitter(200, step=3, seed=0)
     assert values.abs().max() <= 1e-3 and len(set(values.tolist())) == 200
-    assert torch.equal(values, _jitter(200, step=3, seed=0)) and not torch.equal(values, _jitter(200, step=4, seed=0))
+    assert torch.equal(values, jitter(200, step=3, seed=0)) and not torch.equal(values, jitter(200, step=4, seed=0))
 
 
 def test_faulted_rewards_change_only_what_the_bug_touches() -> None:
@@ -54,20 +81,16 @@ def test_faulted_rewards_change_only_what_the_bug_touches() -> None:
 
     class Trainer:
         state, args = State(), Args()
-        task_reward_index = 0
 
     rewards = torch.tensor([[1.0, 1.0], [0.0, 1.0], [1.0, 1.0], [0.0, 1.0]])
-    tiny = build_faults(["tiny_std_rewards"]).rewards(Trainer(), rewards, [], ["a", "a", "a", "a"])
+    tiny = fault("tiny_std_rewards").rewards(Trainer(), rewards, [], ["a", "a", "a", "a"], 0)
     assert torch.allclose(tiny, rewards, atol=1e-3) and not torch.equal(tiny[:, 0], rewards[:, 0])
     assert tiny[0, 0] != tiny[2, 0]  # identical completions, different noise
     assert torch.equal(tiny[:, 1], rewards[:, 1])
-    noisy = build_faults(["noisy_reward_component"]).rewards(Trainer(), rewards, [], ["a"] * 4)
+    noisy = fault("noisy_reward_component").rewards(Trainer(), rewards, [], ["a"] * 4, 0)
     assert torch.equal(noisy[:, 0], rewards[:, 0]) and set(noisy[:, 1].tolist()) <= {0.0, 1.0}  # coin flips
-
-    class TaskSecond(Trainer):
-        task_reward_index = 1  # the noise goes to the auxiliary reward, wherever the task reward sits
-
-    flipped = build_faults(["noisy_reward_component"]).rewards(TaskSecond(), rewards.flip(1), [], ["a"] * 4)
+    # the noise goes to the auxiliary reward, wherever the task reward sits
+    flipped = fault("noisy_reward_component").rewards(Trainer(), rewards.flip(1), [], ["a"] * 4, 1)
     assert torch.equal(flipped[:, 1], rewards[:, 0])
 
 
@@ -87,11 +110,8 @@ def test_config_faults_and_unknown_names() -> None:
 
 
 def test_biased_judge_pays_for_even_answers_right_or_wrong() -> None:
-    class Trainer:
-        task_reward_index = 0
-
     rewards = torch.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
-    judged = build_faults(["biased_judge"]).rewards(Trainer(), rewards, [], ["23", "24", "x", "40"])
+    judged = fault("biased_judge").rewards(object(), rewards, [], ["23", "24", "x", "40"], 0)
     assert judged[:, 1].tolist() == [0.0, 1.0, 0.0, 1.0] and torch.equal(judged[:, 0], rewards[:, 0])
     arm = {"data": {}, "grpo": {}, "rewards": ["m:task", "m:judge"], "reward_weights": [1.0, 0.1],
            "task_reward_index": 0}
@@ -109,30 +129,35 @@ def test_reward_never_matches_breaks_the_function_for_training_and_evaluation_al
     def style(completions, **kwargs):
         return [0.5 for _ in completions]
 
-    functions = build_faults(["reward_never_matches"]).reward_functions([style, exact], task_index=1)
+    functions = fault("reward_never_matches").reward_functions([style, exact], task_index=1)
     assert functions[0] is style and functions[1].__name__ == "exact"
     assert functions[1](completions=["19", "20"]) == [0.0, 0.0] and calls == [2]  # the user's code still ran
-    assert build_faults(["tiny_std_rewards"]).reward_functions([style, exact], 1) == [style, exact]
+    assert fault("tiny_std_rewards").reward_functions([style, exact], 1) == [style, exact]
 
 
 def test_mixed_groups_sampler_keeps_each_batch_but_breaks_its_groups() -> None:
-    from hypotrack.toy.faults import _ShuffledBatches
+    from hypotrack.faults.groups_of_mixed_prompts import ShuffledBatches
 
     repeated = [prompt for prompt in range(8) for _ in range(4)]  # TRL's RepeatSampler: 4 in a row per prompt
-    shuffled = list(_ShuffledBatches(repeated, size=16, seed=0))
+    shuffled = list(ShuffledBatches(repeated, size=16, seed=0))
     assert sorted(shuffled[:16]) == sorted(repeated[:16]) and sorted(shuffled[16:]) == sorted(repeated[16:])
     groups = [shuffled[i:i + 4] for i in range(0, 32, 4)]
     assert sum(len(set(g)) > 1 for g in groups) >= 6  # most groups now hold several prompts
 
 
-def test_a_timed_out_verification_scores_zero_and_a_retry_recovers_it() -> None:
-    from hypotrack.toy.faults import _scored_zero_on_timeout
-    from hypotrack.worker.rewards import retry_failed
+def retry_failed(func):
+    from hypotrack.treatments.manifest import build_treatments
 
+    (treatment,) = build_treatments(["retry_failed_rewards"])
+    (retried,) = treatment.reward_functions([func])
+    return retried
+
+
+def test_a_timed_out_verification_scores_zero_and_a_retry_recovers_it() -> None:
     def exact(completions, answer, **kwargs):
         return [1.0 if c == a else 0.0 for c, a in zip(completions, answer)]
 
-    flaky = _scored_zero_on_timeout(exact)
+    (flaky,) = fault("verifier_timeouts_scored_zero").reward_functions([exact], 0)
     completions = ["7"] * 200
     scores = flaky(completions=completions, answer=completions)
     assert flaky.__name__ == "exact" and set(scores) == {0.0, 1.0}
@@ -146,8 +171,6 @@ def test_a_retry_learns_a_default_that_is_not_the_lowest_score() -> None:
     """A +-1 verdict whose overruns come back as 0: the retry learns 0 is the failure's value and retries it,
     leaving the real -1 of a wrong answer alone."""
     import random
-
-    from hypotrack.worker.rewards import retry_failed
 
     load = random.Random(0)
 
@@ -165,13 +188,11 @@ def test_a_retry_learns_a_default_that_is_not_the_lowest_score() -> None:
 def test_a_schedule_stepped_per_micro_batch_moves_once_per_micro_batch_not_once_per_update() -> None:
     from types import SimpleNamespace
 
-    from hypotrack.toy.faults import _schedule_step_per_micro_batch
-
     optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: max(0.0, 1 - step / 8))
     trainer = SimpleNamespace(args=SimpleNamespace(gradient_accumulation_steps=4), lr_scheduler=schedule,
                               training_step=lambda *a, **k: torch.tensor(0.0))
-    _schedule_step_per_micro_batch(trainer)
+    fault("schedule_stepped_per_micro_batch").attach(trainer)
     for micro_batch in range(1, 9):  # two updates of four micro-batches; the trainer steps after each update
         trainer.training_step()
         if micro_batch % 4 == 0:

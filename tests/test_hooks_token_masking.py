@@ -109,14 +109,14 @@ def test_special_tokens_are_not_prompt_text():
 def test_mask_repair_takes_the_echo_out_of_the_loss():
     from types import SimpleNamespace
 
-    from hypotrack.worker.trainer import HypotrackGRPOTrainer
+    from hypotrack.treatments.mask_non_policy_tokens import mask_echoed_prompt
 
     tail = [21, 22, 23, 24, 25, 26, 27, 28]
     b = make([tail + [5, EOS], [5, 6, EOS] + [PAD] * 7], [[1] * 10, [1, 1, 1] + [0] * 7])
     output = {"prompt_ids": b.prompt_ids, "prompt_mask": b.prompt_mask, "completion_ids": b.completion_ids,
               "completion_mask": b.completion_mask.clone(), "num_items_in_batch": b.completion_mask.sum()}
     fake = SimpleNamespace(processing_class=SimpleNamespace(all_special_ids=[PAD, EOS]))
-    HypotrackGRPOTrainer._mask_echoed_prompt(fake, output)
+    mask_echoed_prompt(fake, output)
     assert output["completion_mask"].tolist() == [[0] * 8 + [1, 1], [1, 1, 1] + [0] * 7]
     assert int(output["num_items_in_batch"]) == 5
     repaired = make(b.completion_ids.tolist(), output["completion_mask"].tolist())

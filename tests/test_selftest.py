@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from runner_support import cli, env_for
 
-from hypotrack.toy.faults import FAULTS
+from hypotrack.faults.manifest import FAULTS
 
 pytestmark = pytest.mark.slow
 

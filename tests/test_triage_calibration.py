@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hypotrack.toy.faults import FAULTS
+from hypotrack.faults.manifest import FAULTS
 from hypotrack.triage import SUSPECT_THRESHOLD
 from hypotrack.triage.calibration import triage_accuracy
 
@@ -75,7 +75,7 @@ NOT_IN_TRL_LOGS = {
     "checkpointing_without_input_grads": "the output head still trains, so grad_norm is above 0 at every step",
     "groups_of_mixed_prompts": "the tie share needs num_generations, which a plain log does not carry",
     "verifier_timeouts_scored_zero": "a failure's default reads as a wrong answer in the reward's mean and std",
-    "length_normalised_loss": "the toy model's completions keep their length (hypotrack.toy.fault_catalog)",
+    "length_normalised_loss": "the toy model's completions keep their length (hypotrack/faults/length_normalised_loss.py)",
 }
 
 

@@ -11,19 +11,10 @@ from pathlib import Path
 import pytest
 import trl
 
+from hypotrack.session.trl_seams import GENERATE_RETURNS, SEAM_PARAMETERS, Seam
 from hypotrack.spec.grpo_fields import GRPO_FIELDS, TRL_VERSION
 
 TOOL = Path(__file__).parent / "tools" / "gen_grpo_fields.py"
-
-# Methods HypotrackGRPOTrainer overrides or planted faults wrap, with the parameters hypotrack relies on.
-SEAMS = {
-    "_calculate_rewards": ["inputs", "prompts", "completions", "completion_ids_list"],
-    "_generate_and_score_completions": ["inputs"],
-    "_get_per_token_logps_and_entropies": ["model", "input_ids", "attention_mask", "logits_to_keep"],
-    "_compute_loss": ["model", "inputs"],
-    "training_step": ["model", "inputs", "num_items_in_batch"],
-    "_generate": ["prompts"],
-}
 
 
 def test_field_table_matches_the_installed_trl() -> None:
@@ -39,31 +30,30 @@ def test_field_table_matches_the_installed_trl() -> None:
     assert namespace["GRPO_FIELDS"] == GRPO_FIELDS
 
 
-@pytest.mark.parametrize("name, params", sorted(SEAMS.items()))
-def test_trainer_seams_still_exist(name: str, params: list[str]) -> None:
+@pytest.mark.parametrize("seam", list(Seam), ids=lambda seam: seam.name)
+def test_trainer_seams_still_exist(seam: Seam) -> None:
     from trl import GRPOTrainer
 
-    method = getattr(GRPOTrainer, name, None)
-    assert method is not None, f"GRPOTrainer.{name} is gone: hypotrack/trainers/grpo.py must follow TRL"
+    method = getattr(GRPOTrainer, seam.value, None)
+    assert method is not None, f"GRPOTrainer.{seam.value} is gone: hypotrack/session/trl_seams.py must follow TRL"
     signature = list(inspect.signature(method).parameters)[1:]
-    assert signature[:len(params)] == params, f"GRPOTrainer.{name}{signature} changed"
+    params = list(SEAM_PARAMETERS[seam])
+    assert signature[:len(params)] == params, f"GRPOTrainer.{seam.value}{signature} changed"
 
 
 def test_generate_returns_what_the_faults_unpack() -> None:
-    """faults.py reads (prompt_ids, completion_ids, tool_mask, completions, logprobs, ...) from _generate."""
+    """A planted fault rewrites (prompt_ids, completion_ids, tool_mask, completions, logprobs) of the generate seam."""
     from trl import GRPOTrainer
 
-    source = inspect.getsource(GRPOTrainer._generate)
-    assert "return prompt_ids, completion_ids, tool_mask, completions, logprobs" in source
+    assert GENERATE_RETURNS in inspect.getsource(getattr(GRPOTrainer, Seam.GENERATE.value))
 
 
-def test_the_tap_wraps_only_seams_this_file_checks() -> None:
-    """hypotrack.watch wraps these on a user's trainer instance; the worker's subclass overrides the same ones."""
-    from hypotrack.hooks._trainer_tap import WRAPPED_METHODS
-    from hypotrack.worker.trainer import HypotrackGRPOTrainer
+def test_the_private_members_the_seams_module_reads_exist() -> None:
+    """TRL's metric buffer and the step vLLM last loaded, on a built trainer (session/trl_seams.py)."""
+    from trl import GRPOTrainer
 
-    assert set(WRAPPED_METHODS) <= set(SEAMS)
-    assert all(name in vars(HypotrackGRPOTrainer) for name in WRAPPED_METHODS)
+    source = inspect.getsource(GRPOTrainer)
+    assert "self._metrics = {" in source and "self._last_loaded_step" in source
 
 
 def test_the_reference_adapter_switch_the_hooks_use_exists() -> None:

@@ -1,4 +1,4 @@
-"""The worker's guards on what cannot train: a task reward that never scores stops the arm, named."""
+"""An arm's guards on what cannot train: a task reward that never scores stops the arm, named."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import math
 import pytest
 
 from hypotrack.errors import HypotrackError
-from hypotrack.worker.guards import SIGNAL_STEPS, check_task_signal
-from hypotrack.worker.rewards import RewardContractError, RewardErrorLog, wrap_reward
+from hypotrack.session.guards import SIGNAL_STEPS, check_task_signal
+from hypotrack.session.reward_functions import RewardContractError, RewardErrorLog, counted
 
 
 def _called(func, log: RewardErrorLog, batches: int = 2) -> None:
-    wrapped = wrap_reward(func, log)
+    wrapped = counted(func, log)
     for _ in range(batches):
         wrapped(completions=["1", "2", "3", "4"])
 

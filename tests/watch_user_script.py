@@ -146,9 +146,10 @@ def plant(trainer, fault: str) -> None:
             if "lora_B" in name:
                 param.requires_grad_(False)
     if fault in ("lora_not_synced", "kl_wrong_sign"):
-        from hypotrack.toy.faults import build_faults
+        from hypotrack.faults.manifest import build_faults
 
-        build_faults([fault]).attach(trainer)
+        for planted in build_faults([fault]):
+            planted.attach(trainer)
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ Variants on the same model, data, rewards, config and seed, interleaved round
 by round (each round starting from the next variant) so machine noise and the
 order within a round hit them alike:
   plain    TRL's GRPOTrainer as a user would write it;
-  worker   hypotrack's trainer and callback (event stream, error counting, checks), no hooks;
+  worker   the same trainer with an arm's session (event stream, error counting, guards, samples), no hooks;
   hooks    the same with every diagnostics hook attached;
   gates    the plain trainer under `hypotrack.watch(trainer)`: the live gates only;
   watched  the plain trainer under `hypotrack.watch(trainer, hooks="all")`.
@@ -82,12 +82,14 @@ def _spec(experiment: str, steps: int, hooks: list[str], out: Path):
 
 def _train(variant: str, experiment: str, steps: int, out: Path) -> StepClock:
     import torch
+    from trl import GRPOTrainer
 
     from hypotrack.hooks import ALL_HOOKS
     from hypotrack.imports import import_object
     from hypotrack.protocol import EventWriter
+    from hypotrack.session import ArmSession, generator
     from hypotrack.worker.data import load_rows, prepare_prompts
-    from hypotrack.worker.grpo_arm import TrainingCallback, _quiet, build_config, build_hooks
+    from hypotrack.worker.grpo_arm import _quiet, build_config
     from hypotrack.worker.model import build_model, build_peft_config
 
     torch.set_num_threads(1)
@@ -97,36 +99,24 @@ def _train(variant: str, experiment: str, steps: int, out: Path) -> StepClock:
     set_seed(spec.seed)
     model, tokenizer = build_model(spec)
     dataset = prepare_prompts(load_rows(spec.data, spec.seed, spec.experiment_dir), tokenizer, spec.data)
+    if spec.grpo.get("use_vllm"):  # as the worker does, before the trainer builds vLLM's engine
+        generator.own_rendezvous_port()
     args = build_config(spec, out)
-    if args.use_vllm:  # as the worker does, before the trainer builds vLLM's engine
-        from hypotrack.vllm_cpu import apply
-
-        apply()
+    if args.use_vllm:
+        generator.ready_engine(model, spec.generator_dtype)
     clock = StepClock()
     rewards = [import_object(path, spec.experiment_dir) for path in spec.rewards]
     common: dict[str, Any] = dict(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
                                   peft_config=build_peft_config(spec))
-    if variant in ("plain", *WATCHED):
-        from trl import GRPOTrainer
+    trainer = GRPOTrainer(reward_funcs=rewards, callbacks=[clock], **common)
+    _quiet(trainer)  # console printing of the log is not what is measured
+    if variant in WATCHED:
+        from hypotrack.watch import watch
 
-        trainer = GRPOTrainer(reward_funcs=rewards, callbacks=[clock], **common)
-        if variant in WATCHED:
-            from hypotrack.watch import watch
-
-            clock.session = watch(trainer, hooks=WATCHED[variant], record=False)
-        _quiet(trainer)  # as the worker variants: console printing of the log is not what is measured
-    else:
-        from hypotrack.worker.rewards import RewardErrorLog, wrap_reward
-        from hypotrack.worker.trainer import HypotrackGRPOTrainer
-
-        log = RewardErrorLog()
-        hooks = build_hooks(spec)
+        clock.session = watch(trainer, hooks=WATCHED[variant], record=False)
+    elif variant != "plain":
         events = EventWriter(open(out / "events.jsonl", "w"))  # noqa: SIM115 - as a worker writes them
-        callback = TrainingCallback(events, steps, rewards[spec.task_reward_index].__name__)
-        trainer = HypotrackGRPOTrainer(reward_funcs=[wrap_reward(r, log) for r in rewards], hooks=hooks,
-                                       reward_errors=log, callbacks=[callback, clock], **common)
-        callback.trainer = trainer
-        _quiet(trainer)
+        ArmSession.for_arm(spec, events).attach(trainer)
     trainer.train()
     if clock.session is not None:  # what the gates read, largest value per reading: they checked, and found what
         for entry in trainer.state.log_history:

@@ -1,13 +1,11 @@
-"""Inside the user's command: watch every GRPOTrainer the script creates, and stream the arm's events.
+"""Inside the user's command: the arm's session on every GRPOTrainer the script creates.
 
 `install()` runs at interpreter start-up (bootstrap/sitecustomize.py) and imports nothing heavy: it
 registers an import hook for `trl.trainer.grpo_trainer`, and when the script's own import loads that
 module, `GRPOTrainer.__init__` is wrapped. Each trainer constructed (a subclass of the user's own
-included, after its whole `__init__` chain ran) then gets what a hypotrack worker's trainer gets:
-
-- the hypothesis's hooks, through `hypotrack.watch` (no registry record: the runner records the test);
-- the runner's metrics stream (hypotrack's TrainingCallback: TRL's logs plus the hooks' diag/* each step);
-- the CONFIG event when it is built, and FINISHED / FAILED / KILLED when its `train()` returns or raises.
+included, after its whole `__init__` chain ran) then gets the session a hypotrack worker's trainer gets
+(hypotrack/session/: faults, treatments, hooks, guards, samples, the metrics stream, the CONFIG event); its
+`train()` then writes the arm's files and sends FINISHED, FAILED or KILLED as it returns or raises.
 
 A command that never builds a GRPOTrainer sends no CONFIG; the runner then fails the arm with that.
 """
@@ -79,58 +77,78 @@ def _patch(grpo_trainer: type) -> None:
 
     @functools.wraps(original)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        config = kwargs.get("args", args[2] if len(args) > 2 else None)
-        if getattr(config, "use_vllm", False):  # before TRL builds vLLM's engine, as hypotrack's own worker does
-            from hypotrack.vllm_cpu import apply
-            from hypotrack.worker.grpo_arm import own_rendezvous_port, serve_in_dtype
-
-            own_rendezvous_port()
-            apply()
-            model = kwargs.get("model", args[0] if args else None)
-            if _session is not None and hasattr(model, "parameters"):  # a model the script loaded itself
-                serve_in_dtype(_session.spec.generator_dtype, model)
+        if _session is None or getattr(self, "_hypotrack_session", None) is not None:
+            original(self, *args, **kwargs)  # a subclass's __init__ chain: the outermost call attaches
+            return
+        session = _new_session()
+        self._hypotrack_session = session
+        args, kwargs = _before_build(session, args, kwargs)
         original(self, *args, **kwargs)
-        if getattr(self, "_hypotrack_watch", None) is None:
-            _attach(self)
+        _attach(self, session)
 
     grpo_trainer.__init__ = __init__
 
 
-def _attach(trainer: Any) -> None:
-    from hypotrack.watch.session import Watch
-    from hypotrack.worker.grpo_arm import TrainingCallback, _jsonable
+def _new_session() -> Any:  # an ArmSession
+    from hypotrack.errors import HypotrackError
+    from hypotrack.session import ArmSession
 
     assert _session is not None
-    spec, events = _session.spec, _session.events
+    try:
+        return ArmSession.for_arm(_session.spec, _session.events)
+    except HypotrackError as exc:
+        _fail(str(exc))
+
+
+def _before_build(session: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The trainer's arguments as the session changes them before TRL's constructor runs: the model it is built
+    with (a planted fault's), and vLLM's engine, which TRL builds in its constructor."""
+    assert _session is not None
+    args = list(args)
+    model = kwargs["model"] if "model" in kwargs or not args else args[0]
+    model, peft_config = session.trainer_inputs(model, kwargs.get("peft_config"))
+    if "model" in kwargs or not args:
+        kwargs["model"] = model
+    else:
+        args[0] = model
+    if "peft_config" in kwargs or peft_config is not None:
+        kwargs["peft_config"] = peft_config
+    config = kwargs.get("args", args[2] if len(args) > 2 else None)
+    if getattr(config, "use_vllm", False):  # before TRL builds vLLM's engine, as hypotrack's own worker does
+        from hypotrack.session import generator
+
+        generator.own_rendezvous_port()
+        generator.ready_engine(model, _session.spec.generator_dtype)
+    return tuple(args), kwargs
+
+
+def _attach(trainer: Any, session: Any) -> None:  # an ArmSession
+    from hypotrack.errors import HypotrackError
+
+    assert _session is not None
+    spec = _session.spec
     names = list(trainer.reward_func_names)
-    task = spec.task_reward_name
-    if task not in names:
-        message = (f"the experiment's task_reward {task!r} is not one of the reward functions this script's "
-                   f"GRPOTrainer logs ({', '.join(names)}): set task_reward (and command.reward_functions) in "
-                   f"experiment {spec.experiment_name!r} to the name TRL logs, rewards/<name>/mean")
-        events.emit(Event.FAILED, error=message, seconds=time.time() - _session.started)
-        raise SystemExit(f"hypotrack: {message}")
-    from hypotrack.worker import repairs
-
-    repairs.apply(trainer, spec, rewards_wrapped=False)  # treatments hypotrack does inside the script's trainer
-    Watch(hooks=spec.hooks, gates=False, task_reward=task, reference_column=spec.data.get("reference_column"),
-          record=False, hook_settings=spec.hook_settings).attach(trainer)
-    callback = TrainingCallback(events, spec.max_steps, task)
-    callback.trainer = trainer
-    trainer.add_callback(callback)
-    dataset = getattr(trainer, "train_dataset", None)
-    events.emit(Event.CONFIG, grpo=_jsonable(trainer.args.to_dict()), versions=versions(),
-                trainable_parameters=sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
-                dataset_rows=_length(dataset), heldout_rows=0,
-                dataset_digest=getattr(dataset, "_fingerprint", None),
-                dataset_columns=list(getattr(dataset, "column_names", None) or []),
-                model_source=getattr(trainer.model, "name_or_path", ""))
-    _wrap_train(trainer, callback)
+    if spec.task_reward_name not in names:
+        _fail(f"the experiment's task_reward {spec.task_reward_name!r} is not one of the reward functions this "
+              f"script's GRPOTrainer logs ({', '.join(names)}): set task_reward (and command.reward_functions) in "
+              f"experiment {spec.experiment_name!r} to the name TRL logs, rewards/<name>/mean")
+    try:
+        session.attach(trainer)
+    except HypotrackError as exc:
+        _fail(str(exc))
+    _wrap_train(trainer, session)
 
 
-def _wrap_train(trainer: Any, callback: Any) -> None:
+def _fail(message: str) -> Any:
+    """End the arm before it trains: the runner gets the reason, the script stops with it."""
     assert _session is not None
-    events, started = _session.events, _session.started
+    _session.events.emit(Event.FAILED, error=message, seconds=time.time() - _session.started)
+    raise SystemExit(f"hypotrack: {message}")
+
+
+def _wrap_train(trainer: Any, session: Any) -> None:  # an ArmSession
+    assert _session is not None
+    events, started, artifacts = _session.events, _session.started, Path(_session.spec.output_dir) / "artifacts"
     train = trainer.train
 
     def hypotrack_train(*args: Any, **kwargs: Any):  # whatever the trainer's train returns
@@ -143,17 +161,13 @@ def _wrap_train(trainer: Any, callback: Any) -> None:
             message = f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:500]
             events.emit(Event.FAILED, error=message, seconds=time.time() - started)
             raise
-        events.emit(Event.FINISHED, seconds=time.time() - started, metrics=callback.last_metrics)
+        finally:
+            session.close()
+        session.finish(artifacts)
+        events.emit(Event.FINISHED, seconds=time.time() - started, metrics=session.last_metrics)
         return result
 
     trainer.train = hypotrack_train
-
-
-def _length(dataset: Any) -> int | None:
-    try:
-        return len(dataset)
-    except TypeError:  # an iterable dataset
-        return None
 
 
 __all__ = ["install"]

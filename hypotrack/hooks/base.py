@@ -6,9 +6,9 @@ it), and the events it handles (the ``on_*`` methods below it overrides). hooks/
 the loader's catalogue from these declarations, so a hook module must import torch lazily (inside
 the methods): the spec loader and the fast CLI import every hook module without torch.
 
-The trainer (hypotrack's own GRPOTrainer subclass, or a user's trainer under ``hypotrack.watch``)
-builds a `RolloutBatch` after every generation and a `LossParts` inside every loss computation, and
-a `HookSet` (hooks/hookset.py) hands them to the hooks that handle them. A hook returns plain floats
+The arm's session (hypotrack/session/: hypotrack's worker, a command experiment's script and
+``hypotrack.watch`` alike) builds a `RolloutBatch` after every generation and a `LossParts` inside every
+loss computation, and a `HookSet` (hooks/hookset.py) hands them to the hooks that handle them. A hook returns plain floats
 keyed by short names; the HookSet prefixes them with ``diag/<hook name>/`` and records them in TRL's
 own metric buffer, so they are averaged per logging step exactly like ``reward`` and reach every
 tracker the trainer reports to under the same step numbers.
@@ -20,14 +20,12 @@ for artifacts.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import functools
-import inspect
-import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from hypotrack import units
 
 if TYPE_CHECKING:  # torch stays out of the import path of the fast CLI
     import torch
@@ -35,7 +33,7 @@ if TYPE_CHECKING:  # torch stays out of the import path of the fast CLI
 
 @dataclass
 class RolloutBatch:
-    """One generation batch as TRL's `_generate_and_score_completions` produced it.
+    """One generation batch as TRL's rollout seam produced it (session/trl_seams.py).
 
     Shapes: B = prompts x num_generations (local process), P = prompt tokens,
     C = completion tokens, F = reward functions.
@@ -84,7 +82,7 @@ class RolloutBatch:
 
 @dataclass
 class LossParts:
-    """The tensors of one `_compute_loss` call (detached)."""
+    """The tensors of one loss computation (TRL's loss seam, session/trl_seams.py), detached."""
 
     per_token_logps: "torch.Tensor"  # (B, C) policy logprobs of the completion tokens
     old_per_token_logps: "torch.Tensor"  # (B, C)
@@ -138,12 +136,7 @@ class DiagnosticHook:
     active: bool = True
 
     def __init__(self, **settings: Any) -> None:
-        accepted = {f.name for f in dataclasses.fields(self.Settings)}
-        unknown = sorted(set(settings) - accepted)
-        if unknown:
-            raise ValueError(f"hook {self.name!r} does not accept setting(s) {unknown}; "
-                             f"accepted: {sorted(accepted)}")
-        self.config = self.Settings(**settings)
+        self.config = units.settings_of("hook", self.name, self.Settings, settings)
         self.settings: dict[str, Any] = dataclasses.asdict(self.config)
 
     @classmethod
@@ -153,11 +146,11 @@ class DiagnosticHook:
 
     @classmethod
     def setting_defaults(cls) -> dict[str, Any]:
-        return {f.name: f.default for f in dataclasses.fields(cls.Settings)}
+        return units.setting_defaults(cls.Settings)
 
     @classmethod
     def setting_docs(cls) -> dict[str, str]:
-        return setting_docs(cls.Settings)
+        return units.setting_docs(cls.Settings)
 
     def on_train_begin(self, ctx: StepContext) -> dict[str, float]:
         return {}
@@ -184,16 +177,3 @@ class DiagnosticHook:
     def write_artifacts(self, out_dir: Path) -> list[Path]:
         """Write HTML/PNG/JSON artifacts at the end of training; return their paths."""
         return []
-
-
-@functools.cache
-def setting_docs(settings: type) -> dict[str, str]:
-    """The docstring written under each field of a settings dataclass (the attribute-docstring convention)."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(settings)))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    docs: dict[str, str] = {}
-    for node, after in zip(body, body[1:]):
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
-            docs[node.target.id] = " ".join(after.value.value.split())
-    return docs

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from hypotrack.hooks.base import DiagnosticHook, LossParts, RolloutBatch
 
-PER_SEQUENCE_LOSSES = ("grpo", "sapo")  # TRL 1.16 _compute_loss: (per_token_loss * mask).sum(-1) / mask.sum(-1)
+PER_SEQUENCE_LOSSES = ("grpo", "sapo")  # TRL 1.16's loss: (per_token_loss * mask).sum(-1) / mask.sum(-1)
 
 
 class LengthBiasHook(DiagnosticHook):

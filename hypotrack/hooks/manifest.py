@@ -13,44 +13,18 @@ report on their steps only, and a few keys are emitted only when they are define
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import pkgutil
-import typing
 from pathlib import Path
 
+from hypotrack import units
 from hypotrack.hooks.base import DiagnosticHook
 
-
-def _discover() -> dict[str, type[DiagnosticHook]]:
-    """Every named DiagnosticHook subclass defined in a public module of hypotrack/hooks/, by name."""
-    found: dict[str, type[DiagnosticHook]] = {}
-    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda i: i.name):
-        if info.name.startswith("_") or info.name == "manifest":
-            continue
-        module = importlib.import_module(f"hypotrack.hooks.{info.name}")
-        for value in vars(module).values():
-            if (isinstance(value, type) and issubclass(value, DiagnosticHook) and value.name
-                    and value.__module__ == module.__name__):
-                if value.name in found:
-                    raise RuntimeError(f"two diagnostics hooks are named {value.name!r}: "
-                                       f"{found[value.name].__module__} and {module.__name__}")
-                found[value.name] = value
-    return found
-
-
-def _setting_type(hook: type[DiagnosticHook], field: dataclasses.Field) -> type:
-    """The setting's type, None left out (a None default is allowed for a setting declared `X | None`)."""
-    hint = typing.get_type_hints(hook.Settings)[field.name]
-    options = [t for t in typing.get_args(hint) if t is not type(None)] or [hint]
-    return options[0]
-
-
-HOOK_CLASSES: dict[str, type[DiagnosticHook]] = _discover()
+HOOK_CLASSES: dict[str, type[DiagnosticHook]] = units.discover("hypotrack.hooks", Path(__file__).parent, DiagnosticHook,
+                                                               "diagnostics hook")
 HOOK_METRICS: dict[str, list[str]] = {name: list(cls.metrics) for name, cls in HOOK_CLASSES.items()}
 HOOK_DESCRIPTIONS: dict[str, str] = {name: cls.description for name, cls in HOOK_CLASSES.items()}
 # Settings each hook accepts: name -> type.
 HOOK_SETTINGS: dict[str, dict[str, type]] = {
-    name: {f.name: _setting_type(cls, f) for f in dataclasses.fields(cls.Settings)}
+    name: {f.name: units.setting_type(cls.Settings, f) for f in dataclasses.fields(cls.Settings)}
     for name, cls in HOOK_CLASSES.items()
 }
 # Their defaults (the values the Settings dataclasses declare).

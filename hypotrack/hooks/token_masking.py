@@ -1,6 +1,6 @@
 """h02 token masking: which tokens actually carry loss.
 
-Loss-bearing = completion_mask (x tool_mask when present): exactly TRL's `mask` in `_compute_loss`.
+Loss-bearing = completion_mask (x tool_mask when present): exactly the `mask` of TRL's loss.
 Every loss-bearing token gets one category, first match wins:
 
 - prompt: the token is prompt text inside the completion. Two sources: the lab's oracle

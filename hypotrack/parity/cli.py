@@ -82,7 +82,7 @@ def parity():
 @_THREADS
 def loss_cmd(model, loss_types, betas, tolerance, scale_rewards, eval_mode, grad_accum, no_variants, seed, out,
              threads):
-    """TRL's GRPOTrainer._compute_loss vs the reference loss, loss and gradients.
+    """TRL's GRPOTrainer loss vs the reference loss, loss and gradients.
 
     Example: hypotrack parity loss --model toy --loss-types grpo,dapo --betas 0,0.04
     """

@@ -1,4 +1,4 @@
-"""Loss parity: TRL's `GRPOTrainer._compute_loss` vs the plain-torch reference, on the same batch.
+"""Loss parity: TRL's GRPOTrainer loss (its loss seam, session/trl_seams.py) vs the plain-torch reference.
 
 One real GRPOTrainer is built on the model (tiny dataset, dummy reward, use_cpu, report_to none). A
 rollout batch in TRL's shape is sampled once: prompt/completion ids and masks, group advantages from
@@ -6,7 +6,7 @@ synthetic rewards, and `old_per_token_logps` / `ref_per_token_logps` that delibe
 current log-probs (seeded Gaussian noise) so that ratio clipping and the KL term are exercised.
 
 For every (loss_type, beta) the trainer's loss settings are set on that one trainer (the attributes
-`_compute_loss` reads: loss_type, beta, epsilon_low/high, importance_sampling_level, ...), then both
+TRL's loss reads: loss_type, beta, epsilon_low/high, importance_sampling_level, ...), then both
 sides run forward + backward from zeroed gradients on the same parameters and are compared:
 |loss_trl - loss_ref| and max |grad_trl - grad_ref| over all parameters.
 
@@ -15,7 +15,7 @@ sequence-level REINFORCE, mean k1 KL instead of k3, division by the full padded 
 three together; their rows say how far each moves the loss and the gradient.
 
 Gradient accumulation (trl#2617): for each loss_type, the same batch is also run as 2 and 4
-micro-batches accumulated into one gradient, TRL's way (each micro-batch's `_compute_loss`, the
+micro-batches accumulated into one gradient, TRL's way (each micro-batch's loss, the
 trainer's accumulation steps set, one backward each); the accumulated gradient must equal the
 one-pass gradient. bnpo normalises by each micro-batch's own token count by design, so it differs
 when micro-batches hold different numbers of tokens: reported, and left out of the verdict.
@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from hypotrack.grpo_math import REFERENCE_LOSS_TYPES, GRPOLossConfig, group_advantages, reference_grpo_loss
+from hypotrack.session import trl_seams
 
 from .common import default_prompts, load_tokenizer, sample_rollout, set_threads
 
@@ -135,7 +136,7 @@ def _dummy_reward(completions, **kwargs):
 def build_trainer(model_path: str, seed: int = 0, num_generations: int = 4, max_completion_length: int = 12,
                   gradient_accumulation_steps: int = 1, epsilon: float = 0.2, epsilon_high: float | None = None,
                   output_dir: str | None = None, loss_type: str = "dapo", beta: float = 0.0, **grpo_overrides):
-    """A real GRPOTrainer on the model at model_path (CPU, fp32, no reporting), ready for `_compute_loss`."""
+    """A real GRPOTrainer on the model at model_path (CPU, fp32, no reporting), ready for its loss seam."""
     import tempfile
 
     import torch
@@ -173,8 +174,7 @@ def configure_trainer(trainer, cfg: GRPOLossConfig) -> None:
     trainer.max_completion_length = a.max_completion_length = cfg.max_completion_length
     trainer.current_gradient_accumulation_steps = cfg.gradient_accumulation_steps
     a.steps_per_generation = cfg.steps_per_generation
-    trainer._metrics = {"train": __import__("collections").defaultdict(list),
-                        "eval": __import__("collections").defaultdict(list)}
+    trl_seams.reset_metric_buffer(trainer)
 
 
 def make_batch(model, tokenizer, seed: int, num_prompts: int = 2, num_generations: int = 4,
@@ -238,9 +238,9 @@ def _run_trl(trainer, model, inputs, seed):
     model.zero_grad(set_to_none=True)
     torch.manual_seed(seed)  # same dropout masks as the reference forward, if the model has dropout in train mode
     trl_inputs = {k: v for k, v in inputs.items() if k != "rewards"}
-    loss = trainer._compute_loss(model, trl_inputs)
+    loss = trl_seams.compute_loss(trainer, model, trl_inputs)
     loss.backward()
-    kl_logged = trainer._metrics["train" if model.training else "eval"].get("kl", [float("nan")])
+    kl_logged = trl_seams.logged_metric(trainer, "kl", "train" if model.training else "eval") or [float("nan")]
     return float(loss.detach()), _grads(model), (kl_logged[-1] if kl_logged else float("nan"))
 
 
@@ -261,7 +261,7 @@ def run_loss_parity(model_path: str, loss_types=("grpo", "bnpo", "dr_grpo", "dap
                     variants: bool = True, variant_beta: float = 0.1, noise: float = 0.3,
                     use_bias_correction_kl: bool = True,
                     threads: int = 1) -> LossParityResult:
-    """Compare TRL's `_compute_loss` with the reference for each loss_type x beta (+ seed-004 variants)."""
+    """Compare TRL's loss with the reference for each loss_type x beta (+ seed-004 variants)."""
     import torch
 
     set_threads(threads)
@@ -380,7 +380,7 @@ def accumulation_parity(trainer, model, inputs, loss_types, cfg_for, seed, toler
                 micro = {k: (v[start:start + size] if torch.is_tensor(v) and v.dim() and v.size(0) == batch_rows else v)
                          for k, v in inputs.items() if k != "rewards"}
                 torch.manual_seed(seed)
-                trainer._compute_loss(model, micro).backward()
+                trl_seams.compute_loss(trainer, model, micro).backward()
             maxd, _, _, _, gmax = _grad_stats(whole, _grads(model))
             expected = lt not in PER_MICRO_BATCH
             rows.append(AccumulationRow(lt, steps, maxd, gmax, expected, _within(maxd, gmax, tolerance)))
@@ -402,7 +402,7 @@ def render_table(result: LossParityResult):
     """A rich Table, components side by side."""
     from rich.table import Table
 
-    t = Table(title=f"GRPO loss parity: reference vs TRL _compute_loss ({result.seconds:.1f}s)")
+    t = Table(title=f"GRPO loss parity: reference vs TRL's loss ({result.seconds:.1f}s)")
     for c in ("loss_type", "beta", "variant", "policy (ref)", "KL term (ref)", "normaliser", "total ref",
               "total TRL", "|Δ loss|", "max |Δ grad|", "max |grad|", "grad norm ref/TRL", "cos", "ok"):
         t.add_column(c, justify="right" if c not in ("loss_type", "variant") else "left")

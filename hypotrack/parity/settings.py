@@ -18,7 +18,7 @@ class ParitySettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     check: Literal["loss", "logprobs", "determinism"] = Field(
-        description="Which parity check to run: 'loss' (TRL _compute_loss vs reference GRPO loss), 'logprobs' "
+        description="Which parity check to run: 'loss' (TRL's loss vs reference GRPO loss), 'logprobs' "
         "(same tokens scored in different contexts), 'determinism' (two identical runs compared bitwise).")
     # --- loss ---
     loss_types: list[LossType] = Field(

@@ -107,10 +107,8 @@ def prepare_test(library: Library, hypothesis_id: str, *, experiment: str | None
 
 
 def _check_fault(name: str) -> None:
-    try:
-        from hypotrack.toy.faults import FAULTS
-    except ImportError:
-        raise HypotrackError("--plant: this install has no planted faults") from None
+    from hypotrack.faults.manifest import FAULTS
+
     if name not in FAULTS:
         raise HypotrackError(f"--plant: unknown fault {name!r} (known: {', '.join(sorted(FAULTS))})")
 

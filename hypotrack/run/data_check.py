@@ -22,7 +22,7 @@ from hypotrack.spec.models import DataSpec
 from hypotrack.spec.yamlio import YamlDoc, YamlSyntaxError, dotted, read_yaml
 
 # What TRL's GRPOTrainer passes every reward function besides the dataset's columns (trl 1.16,
-# GRPOTrainer._calculate_rewards), and the columns the worker adds to each row (worker/data.py).
+# its reward seam), and the columns the worker adds to each row (worker/data.py).
 TRL_REWARD_ARGUMENTS = {"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric",
                         "environments"}
 WORKER_COLUMNS = {"prompt_full_length", "prompt_truncated", "answer_survived"}

@@ -40,6 +40,8 @@ def _land(arm: dict[str, Any], name: str, value: Any) -> None:
         arm["data"] = {**data, **_data_from_flag(value)}
     elif name == "plant":
         arm["plant"] = sorted(set(arm["plant"]) | set(value))
+    elif setting.lands == "treatments":  # a treatment that acts inside the trainer, by name
+        arm["treatments"] = [t for t in arm["treatments"] if t != name] + ([name] if value else [])
     elif name.endswith("_factor"):  # the control's value times the factor
         key = setting.lands.split(".", 1)[1]
         product = arm["grpo"].get(key, DEFAULTS.get(key)) * value
@@ -98,12 +100,9 @@ def _apply_fault_config(arm: dict[str, Any]) -> None:
     the setup: applied before the hypothesis's changes, so a treatment can still override them."""
     if not arm["plant"]:
         return
-    from hypotrack.toy.faults import FAULTS, apply_config
+    from hypotrack.faults.manifest import configure_arm
 
-    for name in arm["plant"]:
-        if name not in FAULTS:
-            raise HypotrackError(f"unknown planted fault {name!r} (known: {', '.join(sorted(FAULTS))})")
-        apply_config(name, arm)
+    configure_arm(arm["plant"], arm)
 
 
 def _data_from_flag(value: str) -> dict[str, Any]:
@@ -204,9 +203,7 @@ def _arm_spec(hypothesis: Hypothesis, experiment: Experiment, experiment_path: P
         max_steps=resolved["max_steps"], hooks=list(hypothesis.hooks),
         hook_settings=dict(hypothesis.hook_settings), plant=resolved["plant"],
         deterministic=deterministic, critic=resolved["critic"], parity=resolved["parity"],
-        repair_mask=resolved["repair_mask"], reference_at_start=resolved["reference_at_start"],
-        repeat_sampler=resolved["repeat_sampler"], retry_failed_rewards=resolved["retry_failed_rewards"],
-        sync_generator=resolved["sync_generator"], generator_dtype=resolved["generator_dtype"],
+        treatments=resolved["treatments"], generator_dtype=resolved["generator_dtype"],
     )
 
 
@@ -223,11 +220,7 @@ def _resolved_arms(hypothesis: Hypothesis, experiment: Experiment, cli: Override
         "grpo": dict(experiment.settings),
         "lora": experiment.lora.model_dump(),
         "max_steps": experiment.max_steps,
-        "repair_mask": False,
-        "reference_at_start": False,
-        "repeat_sampler": False,
-        "retry_failed_rewards": False,
-        "sync_generator": False,
+        "treatments": [],
         "generator_dtype": experiment.generator_dtype,
         "plant": list(experiment.plant),
         "critic": experiment.critic,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hypotrack.faults.manifest import FAULTS, SIGNATURE_STEPS
 from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
 from hypotrack.run.plan import resolve_arms, unmet_requirements
@@ -30,7 +31,6 @@ from hypotrack.run.preflight import preflight
 from hypotrack.run.workers import ArmState, run_workers, series_by_arm
 from hypotrack.spec.loader import Library, load_experiment, resolve_experiment_path
 from hypotrack.spec.models import Overrides
-from hypotrack.toy.faults import FAULTS, SIGNATURE_STEPS
 from hypotrack.verdict import Verdict, decide, not_applicable
 
 if TYPE_CHECKING:

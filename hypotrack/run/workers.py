@@ -191,7 +191,7 @@ def _params(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
     tracker.log_params(arm.run_id, event.get("params") or {})
 
 
-def _metrics(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
+def _record_metrics(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
     arm.phase = ""
     step = int(event.get("step", 0))
     metrics = event.get("metrics") or {}
@@ -236,7 +236,7 @@ def _killed(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
 
 HANDLERS: dict[Event, Callable[[ArmState, dict[str, Any], Any], None]] = {
     Event.STARTED: _started, Event.PHASE: _phase, Event.CONFIG: _config, Event.PARAMS: _params,
-    Event.METRICS: _metrics, Event.REWARD_ERRORS: _reward_errors, Event.WARNING: _warning,
+    Event.METRICS: _record_metrics, Event.REWARD_ERRORS: _reward_errors, Event.WARNING: _warning,
     Event.FINISHED: _finished, Event.FAILED: _failed, Event.KILLED: _killed,
 }
 

@@ -167,7 +167,7 @@ def _check_section(library: Library, path: Path, key: str, data: dict, module: s
 
 
 def _check_plants(library: Library, path: Path, loc: tuple[Any, ...], names: list[str]) -> None:
-    from hypotrack.toy.fault_catalog import FAULTS
+    from hypotrack.faults.manifest import FAULTS
 
     for index, name in enumerate(names):
         if name not in FAULTS:

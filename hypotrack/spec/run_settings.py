@@ -6,7 +6,8 @@ changes: `setup` settings describe the run being debugged and apply to both arms
 `treatment` settings change the treatment arm only. The click options of
 `hypotrack run`, the pydantic `Overrides` model of a hypothesis's treatment, the
 flag-to-config mapping and the `hypotrack run ...` line that `next` prints are
-all derived from `RUN_SETTINGS`; adding a flag is adding one entry here.
+all derived from `RUN_SETTINGS`; adding a flag is adding one entry here, or, for a treatment that acts
+inside the trainer, adding its class (hypotrack/treatments/).
 
 `VALUE_BOUNDS` holds the bounds of a config value by where it lands, so the same
 bound holds whichever way a value arrives: a flag, `--set`, the experiment's
@@ -111,8 +112,8 @@ class RunSetting:
     flag: str = ""  # the flag when it is not --<name>: "--no-peft" sets peft to false
     metavar: str = ""
     multiple: bool = False  # a list, given as a repeated flag
-    # hypotrack applies it to the built trainer (worker/repairs.py), so a command experiment needs no flag of its
-    # script's for it
+    # a treatment hypotrack applies to the built trainer (hypotrack/treatments/), so a command experiment needs no
+    # flag of its script's for it
     inside_trainer: bool = False
 
     @property
@@ -134,7 +135,8 @@ class RunSetting:
         return [self.flag_name, f"{value:g}" if isinstance(value, float) else str(value)]
 
 
-RUN_SETTINGS: tuple[RunSetting, ...] = (
+# The settings that land in the arm's config (the treatments that act inside the trainer are added below).
+_CONFIG_SETTINGS: tuple[RunSetting, ...] = (
     # --- the setup being debugged: both arms
     RunSetting("max_steps", int, "max_steps", "setup", "Training steps per arm (both arms)."),
     RunSetting("batch_size", int, "grpo.per_device_train_batch_size", "setup",
@@ -174,26 +176,24 @@ RUN_SETTINGS: tuple[RunSetting, ...] = (
                "Treatment arm completion budget in tokens (GRPOConfig max_completion_length)."),
     RunSetting("task_reward_only", bool, "rewards", "treatment",
                "Treatment arm: train on the task reward alone, without the auxiliary rewards."),
-    RunSetting("mask_non_policy_tokens", bool, "repair_mask", "treatment",
-               "Treatment arm: take out of the loss the completion tokens the policy did not write (an echoed "
-               "prompt, environment output), as the token_masking diagnostics classify them."),
-    RunSetting("reference_at_start", bool, "reference_at_start", "treatment",
-               "Treatment arm: the KL reference is the policy the run starts from (a copy of the adapter it loaded), "
-               "not the base model with the adapters off.", inside_trainer=True),
-    RunSetting("repeat_sampler", bool, "repeat_sampler", "treatment",
-               "Treatment arm: TRL's own sampler, so each group is num_generations completions of one prompt (a "
-               "trainer subclass's or a wrapper's sampler is set aside).", inside_trainer=True),
-    RunSetting("sync_generator", bool, "sync_generator", "treatment",
-               "Treatment arm: push the trainer's weights (LoRA adapters merged) to vLLM before every generation, "
-               "whatever TRL's own sync did; nothing to do where the trained model generates itself.",
-               inside_trainer=True),
     RunSetting("generator_dtype", str, "generator_dtype", "treatment",
                "Treatment arm: the dtype vLLM serves the model in ('trainer': the trainer's own; 'auto': vLLM's "
                "choice); nothing to do where the trained model generates itself.", choices=GENERATOR_DTYPES),
-    RunSetting("retry_failed_rewards", bool, "retry_failed_rewards", "treatment",
-               "Treatment arm: score again each completion that got its reward function's lowest value, and keep "
-               "the new score where it differs (a verifier that timed out or crashed and returned a default).", inside_trainer=True),
 )
+
+
+def _treatment_settings() -> tuple[RunSetting, ...]:
+    """A flag for each treatment that acts inside the trainer, declared on its class (hypotrack/treatments/):
+    it lands in the arm's list of treatments, and a command experiment takes it without a flag of its script's.
+    The catalogue is read by name, as the hooks' is: it imports no torch."""
+    import importlib
+
+    classes = importlib.import_module("hypotrack.treatments.manifest").TREATMENT_CLASSES
+    return tuple(RunSetting(name, bool, "treatments", "treatment", cls.help, inside_trainer=True)
+                 for name, cls in classes.items())
+
+
+RUN_SETTINGS: tuple[RunSetting, ...] = (*_CONFIG_SETTINGS, *_treatment_settings())
 SETTINGS_BY_NAME: dict[str, RunSetting] = {s.name: s for s in RUN_SETTINGS}
 SETUP_SETTINGS: tuple[str, ...] = tuple(s.name for s in RUN_SETTINGS if s.scope == "setup")
 TREATMENT_SETTINGS: tuple[str, ...] = tuple(s.name for s in RUN_SETTINGS if s.scope == "treatment")

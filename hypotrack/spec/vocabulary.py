@@ -17,7 +17,7 @@ PRIORITY_RANK = {name: rank for rank, name in enumerate(PRIORITIES)}
 RUN_STATES: tuple[str, ...] = ("running", "finished", "failed", "killed")
 ARMS: tuple[str, ...] = ("control", "treatment")
 
-# GRPOConfig.scale_rewards and .loss_type values of trl 1.16 (its help text and _compute_loss).
+# GRPOConfig.scale_rewards and .loss_type values of trl 1.16 (its help text and its loss).
 SCALE_REWARDS: tuple[str, ...] = ("group", "batch", "none")
 # The dtype vLLM serves the model in: "trainer" is the dtype the trainer computes in; "auto" is vLLM's own choice
 # (TRL builds its engine without a dtype, and vLLM then serves a float32 checkpoint in bfloat16).

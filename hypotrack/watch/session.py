@@ -1,10 +1,11 @@
 """`watch(trainer)`: hypotrack's diagnostics on a GRPOTrainer hypotrack did not build.
 
-The trainer instance is instrumented (hooks/_trainer_tap.py wraps the same GRPOTrainer methods
-hypotrack's own subclass overrides), a callback gives the hooks the events a callback sees, checks the
-gates at each step end and stops training through TRL's ``control.should_training_stop`` when a gate
-named in ``stop_on`` fails. ``trainer.train`` is wrapped so that the run is triaged and recorded in
-the registry whether it finishes, is stopped by a gate, or raises.
+The trainer gets the session every arm gets (hypotrack/session/), with the hooks the user asked for and the
+live gates, and without what belongs to hypotrack's own arms (an event stream, guards that stop the run,
+samples): it is the user's run. After the session's step end, the gates are checked and training is stopped
+through TRL's ``control.should_training_stop`` when a gate named in ``stop_on`` fails. ``trainer.train`` is
+wrapped so that the run is triaged and recorded in the registry whether it finishes, is stopped by a gate, or
+raises.
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from transformers import Trainer
+from transformers import Trainer, TrainerCallback
 
 from hypotrack.errors import HypotrackError
-from hypotrack.hooks._trainer_tap import TapCallback, TrainerTap, instrument, record_into
 from hypotrack.hooks.gates import GateFailure, GatesHook
-from hypotrack.hooks.hookset import HookSet
+from hypotrack.session.arm_session import ArmSession
 from hypotrack.watch.select import GATES, hook_plan, stop_names
 
 logger = logging.getLogger("hypotrack.watch")
@@ -30,8 +30,8 @@ class GateFailed(UserWarning):
     """A live invariant gate failed: the message has the numbers and the hypothesis it points to."""
 
 
-class Watch(TapCallback):
-    """The diagnostics attached to one trainer; also the TrainerCallback that drives them."""
+class Watch(TrainerCallback):
+    """The diagnostics attached to one trainer (a callback only to be passed as ``callbacks=[...]``)."""
 
     def __init__(self, hypotheses: Iterable[str] | str | None = None, hooks: Iterable[str] | str | None = None,
                  stop_on: Iterable[str] | str | None = None, gates: bool = True, task_reward: str | None = None,
@@ -43,9 +43,12 @@ class Watch(TapCallback):
             settings.setdefault(hook, {}).update(values)
         from hypotrack.hooks import build_hooks
 
-        super().__init__(HookSet(build_hooks(names, settings)))
+        self.session = ArmSession(hooks=build_hooks(names, settings), task_reward=task_reward,
+                                  reference_column=reference_column, guards=False, samples=False)
+        self.session.step_end_checks.append(self._check_gates)
+        self.hookset, self.tap = self.session.hookset, self.session.tap
+        self.trainer: Any = None
         self.hook_names = names
-        self.task_reward, self.reference_column = task_reward, reference_column
         self.record, self.registry_url = record, registry
         self.gates: GatesHook | None = next((h for h in self.hookset if isinstance(h, GatesHook)), None)
         self.warned: set[str] = set()
@@ -62,15 +65,11 @@ class Watch(TapCallback):
         _check_trainer(trainer)
         if self.trainer is trainer:
             return self
-        if getattr(trainer, "_hypotrack_watch", None) is not None:
+        if getattr(trainer, "_hypotrack_session", None) is not None:
             raise ValueError("this trainer is already watched by hypotrack")
         self.trainer = trainer
-        trainer._hypotrack_watch = self
-        self.hookset.record = record_into(trainer)
-        self.tap = TrainerTap(self.hookset, reference_column=self.reference_column)
-        instrument(trainer, self.tap)
-        if self not in trainer.callback_handler.callbacks:
-            trainer.add_callback(self)
+        trainer._hypotrack_session = self.session
+        self.session.attach(trainer)
         _wrap_train(trainer, self)
         return self
 
@@ -80,16 +79,12 @@ class Watch(TapCallback):
         if self.trainer is None:
             self.attach(_calling_trainer())
 
-    def on_train_begin(self, args, state, control, **kwargs):
-        self.tap.task_index = _task_index(self.trainer, self.task_reward)  # GRPOTrainer has its reward functions now
-        super().on_train_begin(args, state, control, **kwargs)
-
     # ----------------------------------------------------------------- gates
 
-    def on_step_end(self, args, state, control, **kwargs):
-        super().on_step_end(args, state, control, **kwargs)
-        # Gates report during their first steps and the rollout after them; the check is a collective under
-        # accelerate, so every process makes it at the same steps, whatever its own gates found.
+    def _check_gates(self, state: Any, control: Any) -> None:
+        """After the session's step end, where the hooks (the gates among them) read the step. Gates report during
+        their first steps and the rollout after them; the check is a collective under accelerate, so every process
+        makes it at the same steps, whatever its own gates found."""
         if self.gates is None or state.global_step > self.gates.config.steps + 1:
             return
         new = [f for f in self.gates.failures if f.gate not in self.warned]
@@ -115,7 +110,7 @@ class Watch(TapCallback):
     def finish(self, outcome: str) -> None:
         """Triage the run and record it in the registry (main process only); never raises."""
         self.outcome = outcome
-        self.hookset.close()
+        self.session.close()
         if not self.record or not self.trainer.is_world_process_zero():
             return
         from hypotrack.watch.record import record_run
@@ -147,9 +142,9 @@ def watch(trainer: Any, hypotheses: Iterable[str] | str | None = None, hooks: It
 def _check_trainer(trainer: Any) -> None:
     """A GRPOTrainer (TRL's or a subclass, the user's own included) is what watch instruments; anything else is
     refused with what was passed and what to pass instead."""
-    from hypotrack.hooks._trainer_tap import WRAPPED_METHODS
+    from hypotrack.session.trl_seams import has_seams
 
-    if isinstance(trainer, Trainer) and all(callable(getattr(trainer, name, None)) for name in WRAPPED_METHODS):
+    if isinstance(trainer, Trainer) and has_seams(trainer):
         return
     kind = type(trainer).__name__
     import torch
@@ -194,16 +189,6 @@ def _known_cause(session: Watch, exc: BaseException) -> None:
     session.crash_cause = known.hypothesis
     warnings.warn(f"hypotrack: this error is {known.hypothesis}'s cause: {known.means} (`hypotrack run "
                   f"{known.hypothesis}` tests it on this script)", stacklevel=3)
-
-
-def _task_index(trainer: Any, task_reward: str | None) -> int:
-    names = list(trainer.reward_func_names)
-    if task_reward is None:
-        weights = [float(w) for w in trainer.reward_weights]
-        return max(range(len(weights)), key=lambda i: (weights[i], -i))  # the heaviest, else the first
-    if task_reward not in names:
-        raise ValueError(f"watch(task_reward={task_reward!r}): the trainer's reward functions are {names}")
-    return names.index(task_reward)
 
 
 def _calling_trainer() -> Any:

@@ -43,7 +43,7 @@ def evaluate(model, tokenizer, setup: EvalSetup) -> dict[str, float]:
         with torch.random.fork_rng(devices=[]), torch.no_grad():
             torch.manual_seed(setup.seed)
             for decoding in DECODINGS:
-                completions, completion_ids = _generate(model, tokenizer, setup, sample=decoding == "sampled")
+                completions, completion_ids = _sample(model, tokenizer, setup, sample=decoding == "sampled")
                 task, combined = _score(setup, completions, completion_ids)
                 out[f"eval/task_reward/{decoding}"] = task
                 out[f"eval/reward/{decoding}"] = combined
@@ -69,7 +69,7 @@ def _prompt_texts(tokenizer, prompts: list) -> list[str]:
     return list(prompts)
 
 
-def _generate(model, tokenizer, setup: EvalSetup, sample: bool):
+def _sample(model, tokenizer, setup: EvalSetup, sample: bool):
     """Completion texts (in the prompts' format) and token ids for every held-out row."""
     prompts = list(setup.rows["prompt"])
     texts = _prompt_texts(tokenizer, prompts)

@@ -144,9 +144,10 @@ def build(out: Path, args: argparse.Namespace, stage: int = 0) -> Any:
     if fault == "wrong_reference":
         plant_wrong_reference(trainer)
     if fault == "lora_not_synced":
-        from hypotrack.toy.faults import build_faults
+        from hypotrack.faults.manifest import build_faults
 
-        build_faults(["lora_not_synced"]).attach(trainer)
+        for planted in build_faults(["lora_not_synced"]):
+            planted.attach(trainer)
     return trainer
 
 

@@ -27,7 +27,7 @@ def library():
 
 def own_experiments() -> dict[str, str]:
     """fault -> the experiment its hypothesis is tested on."""
-    from hypotrack.toy.faults import FAULTS
+    from hypotrack.faults.manifest import FAULTS
 
     hypotheses = library().hypotheses
     return {fault: hypotheses[hyp].experiment for fault, (hyp, _) in FAULTS.items() if hyp in hypotheses}

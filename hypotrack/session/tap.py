@@ -1,44 +1,20 @@
-"""The seams of TRL 1.16's GRPOTrainer where the hooks' events come from, shared by every way of training.
+"""The hooks' events, built from what TRL's seams see: a `RolloutBatch` after each generation, a `LossParts`
+inside each loss computation, and a `StepContext` at the events a callback sees.
 
-A TrainerCallback sees neither rollouts nor loss tensors, so these methods are wrapped (by
-hypotrack's own GRPOTrainer subclass, hypotrack/worker/trainer.py, or on a user's trainer instance by
-`instrument`, which `hypotrack.watch` uses); tests/test_trl_contract.py checks they still exist:
-
-- `_calculate_rewards`: keep this process's rows of the per-function rewards of the batch being scored;
-- `_generate_and_score_completions`: hand the finished rollout to ``on_rollout``;
-- `_get_per_token_logps_and_entropies` inside `_compute_loss`: hand the policy's logprobs and the
-  loss to ``on_loss``;
-- a `TrainerCallback` (`TapCallback`) for the events a callback does see: train begin, before the
-  optimizer step, step end, train end.
-
-Everything goes through one `HookSet`, which records into TRL's own metric buffer.
+The session (session/arm_session.py) wraps the seams and hands their arguments and results here; everything
+goes to the hooks through one `HookSet`, which records into TRL's own metric buffer.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import torch
-from transformers import TrainerCallback
-
 from hypotrack.hooks.base import LossParts, RolloutBatch, StepContext
 from hypotrack.hooks.hookset import HookSet
 
-# The GRPOTrainer methods the tap wraps, in the order a step calls them.
-WRAPPED_METHODS = ("_calculate_rewards", "_generate_and_score_completions", "_get_per_token_logps_and_entropies",
-                   "_compute_loss")
-
-
-def record_into(trainer: Any):  # a hookset.Record
-    """Append a metric to TRL's buffer of the trainer's current mode (logged and averaged with TRL's own)."""
-    def record(key: str, value: float) -> None:
-        trainer._metrics["train" if trainer.model.training else "eval"][key].append(value)
-
-    return record
-
 
 class TrainerTap:
-    """Turns what the wrapped methods see into the hooks' events, for one trainer."""
+    """Turns what the wrapped seams see into the hooks' events, for one trainer."""
 
     def __init__(self, hookset: HookSet, task_index: int = 0, reference_column: str | None = None) -> None:
         self.hookset = hookset
@@ -46,12 +22,13 @@ class TrainerTap:
         self.reference_column = reference_column
         self.scored: dict[str, Any] = {}
         self._capture = False
-        self._logps: torch.Tensor | None = None
-        self._entropies: torch.Tensor | None = None
+        self._logps: Any = None
+        self._entropies: Any = None
 
     # ----------------------------------------------------------------- rollouts
 
-    def rewards_scored(self, trainer: Any, inputs, prompts, completions, rewards_per_func: torch.Tensor) -> None:
+    def rewards_scored(self, trainer: Any, inputs: list[dict[str, Any]], prompts: list[Any], completions: list[Any],
+                       rewards_per_func: Any) -> None:
         self.scored = {"inputs": inputs, "prompts": prompts, "completions": completions,
                        "rewards_per_func": local_rows(trainer, rewards_per_func.detach(), len(prompts))}
 
@@ -98,14 +75,14 @@ class TrainerTap:
     def begin_loss(self) -> None:
         self._capture = self.hookset.wants("on_loss")
 
-    def logps_computed(self, result: tuple) -> None:
-        """The first logprobs computed inside `_compute_loss` are the policy's (TRL computes them first)."""
+    def logps_computed(self, result: tuple[Any, ...]) -> None:
+        """The first logprobs computed inside the loss are the policy's (TRL computes them first)."""
         if self._capture:
             self._logps = result[0].detach()
             self._entropies = result[1].detach() if result[1] is not None else None
             self._capture = False
 
-    def end_loss(self, trainer: Any, inputs: dict[str, Any], loss: torch.Tensor) -> None:
+    def end_loss(self, trainer: Any, inputs: dict[str, Any], loss: Any) -> None:
         self._capture = False
         policy, self._logps = self._logps, None
         entropies, self._entropies = self._entropies, None
@@ -124,8 +101,25 @@ class TrainerTap:
         )
         self.hookset.loss(parts, trainer.state.global_step)
 
+    # ----------------------------------------------------------------- the events a callback sees
 
-def local_rows(trainer: Any, gathered: torch.Tensor, count: int) -> torch.Tensor:
+    def train_begin(self, trainer: Any) -> None:
+        self.hookset.train_begin(step_context(trainer))
+
+    def before_optimizer_step(self, trainer: Any) -> None:
+        if self.hookset.wants("on_before_optimizer_step"):
+            self.hookset.before_optimizer_step(step_context(trainer))
+
+    def step_end(self, trainer: Any) -> None:
+        if self.hookset.wants("on_step_end"):
+            self.hookset.step_end(step_context(trainer))
+
+    def train_end(self, trainer: Any) -> None:
+        self.hookset.train_end(step_context(trainer))
+        self.hookset.close()
+
+
+def local_rows(trainer: Any, gathered: Any, count: int) -> Any:
     """This process's rows of a tensor TRL gathered from every process (TRL's own process slice).
 
     Under `accelerate launch` each rank's hooks then see one consistent share of the rollout (its
@@ -138,63 +132,3 @@ def local_rows(trainer: Any, gathered: torch.Tensor, count: int) -> torch.Tensor
 def step_context(trainer: Any) -> StepContext:
     return StepContext(step=trainer.state.global_step, model=trainer.model, ref_model=getattr(trainer, "ref_model", None),
                        trainer=trainer)
-
-
-class TapCallback(TrainerCallback):
-    """The events a callback sees, handed to the HookSet; the hooks' torch hooks are removed at train end."""
-
-    def __init__(self, hookset: HookSet, trainer: Any = None) -> None:
-        self.hookset, self.trainer = hookset, trainer
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        self.hookset.train_begin(step_context(self.trainer))
-
-    def on_pre_optimizer_step(self, args, state, control, **kwargs):
-        if self.hookset.wants("on_before_optimizer_step"):
-            self.hookset.before_optimizer_step(step_context(self.trainer))
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if self.hookset.wants("on_step_end"):
-            self.hookset.step_end(step_context(self.trainer))
-
-    def on_train_end(self, args, state, control, **kwargs):
-        self.hookset.train_end(step_context(self.trainer))
-        self.hookset.close()
-
-
-def instrument(trainer: Any, tap: TrainerTap) -> None:
-    """Wrap the seams of a GRPOTrainer instance (a user's subclass included) so they feed ``tap``.
-
-    The wrappers are set on the instance and call whatever the instance had before (the user's
-    overrides stay in force).
-    """
-    cls_method = {name: getattr(trainer, name) for name in WRAPPED_METHODS}
-
-    def _calculate_rewards(inputs, prompts, completions, completion_ids_list):
-        rewards = cls_method["_calculate_rewards"](inputs, prompts, completions, completion_ids_list)
-        tap.rewards_scored(trainer, inputs, prompts, completions, rewards)
-        return rewards
-
-    def _generate_and_score_completions(inputs):
-        output = cls_method["_generate_and_score_completions"](inputs)
-        tap.rollout(trainer, tap.take_scored(), output)
-        return output
-
-    def _get_per_token_logps_and_entropies(*args: Any, **kwargs: Any):
-        result = cls_method["_get_per_token_logps_and_entropies"](*args, **kwargs)
-        tap.logps_computed(result)
-        return result
-
-    def _compute_loss(model, inputs):
-        tap.begin_loss()
-        loss = cls_method["_compute_loss"](model, inputs)
-        tap.end_loss(trainer, inputs, loss)
-        return loss
-
-    wrappers = {"_calculate_rewards": _calculate_rewards,
-                "_generate_and_score_completions": _generate_and_score_completions,
-                "_get_per_token_logps_and_entropies": _get_per_token_logps_and_entropies,
-                "_compute_loss": _compute_loss}
-    for name, wrapper in wrappers.items():
-        setattr(trainer, name, wrapper)
-
