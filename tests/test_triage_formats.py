@@ -4,8 +4,8 @@
   own logs: the trainer_state.json of its checkpoint, the training_args.bin beside it, TensorBoard event
   files under output_dir/runs/, and the dicts its Trainer printed on the console. Each is read on its own
   and must give the same series.
-- A real public run (tests/fixtures/triage/real/, provenance in PROVENANCE.yaml): Unsloth's trainer_state.json
-  and its training_args.bin, read without torch.
+- A real public run of the real-run corpus (IMJONEZZ/UnslothGRPO, MIT; marked real_runs, as its log is kept in
+  shared/real_runs/): Unsloth's trainer_state.json and its training_args.bin, read without torch.
 - Tracker exports written the way W&B, verl and OpenRLHF write them: several runs in one CSV, verl's metric
   names, JSON records.
 - Files triage cannot read: one sentence naming the file, what it is and what to pass instead.
@@ -28,7 +28,6 @@ from hypotrack.triage.sources import read_runs, read_source
 from hypotrack.triage.training_args import read_training_args, settings
 
 HERE = Path(__file__).resolve().parent
-REAL = HERE / "fixtures" / "triage" / "real"
 MARKER = "@@plain-trl-run@@"
 STEPS = 6
 
@@ -85,9 +84,12 @@ def test_triage_of_a_tensorboard_folder_says_first_whether_the_run_learns(plain_
 # --------------------------------------------------------------------------- a real public run: Unsloth, with its settings
 
 
+@pytest.mark.real_runs
 def test_unsloth_trainer_state_and_its_training_args_without_torch():
     """IMJONEZZ/UnslothGRPO (MIT), outputs/checkpoint-250: a run that learned (correctness 0.23 -> 1.25)."""
-    folder = REAL / "unslothgrpo_ckpt250"
+    from test_triage_real_runs import corpus
+
+    folder = corpus("unslothgrpo__ckpt250")
     fields = read_training_args(folder / "training_args.bin")
     assert fields["beta"] == 0.04 and fields["num_generations"] == 6 and fields["learning_rate"] == 5e-06
     assert fields["lr_scheduler_type"] == "cosine"  # an enum, read as its value

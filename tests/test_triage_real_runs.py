@@ -1,12 +1,10 @@
 """Triage on runs people outside hypotrack trained: each class of false alarm or miss seen on real runs, fixed at
 its root, and checked on a real log that showed it.
 
-Logs:
-- tests/fixtures/triage/real/ (committed; licence and provenance in PROVENANCE.yaml): IMJONEZZ/UnslothGRPO's
-  checkpoint-250, MIT;
-- the fit half of the real-run corpus, tests/fixtures/real_runs/<slug>/ (corpus.yaml names each log's repository,
-  commit, path and sha256; the logs stay out of git, as their licences do not say they may be copied). Only
-  `half: fit` entries are read here: the holdout half is kept for reporting.
+Logs: the fit half of the real-run corpus (tests/fixtures/real_runs/corpus.yaml names each log's repository,
+commit, path and sha256). The logs are public data kept out of this repository, in the steering repository's
+shared/real_runs/<slug>/ beside the checkout (or a local copy beside corpus.yaml): every test here is marked
+real_runs, CI's own step. Only `half: fit` entries are read here: the holdout half is kept for reporting.
 """
 
 from __future__ import annotations
@@ -27,10 +25,10 @@ from hypotrack.triage.runlog import RunLog
 from hypotrack.triage.sources import read_source
 
 HERE = Path(__file__).resolve().parent
-REAL = HERE / "fixtures" / "triage" / "real"
 CORPUS_DIR = HERE / "fixtures" / "real_runs"
 LOG_ROOTS = (CORPUS_DIR, HERE.parents[1] / "shared" / "real_runs")  # where test_real_run_corpus.py looks for the logs
-UNSLOTH = REAL / "unslothgrpo_ckpt250"
+
+pytestmark = pytest.mark.real_runs
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +48,8 @@ def corpus(slug: str) -> Path:
     folder = next((root / slug for root in LOG_ROOTS if (root / slug).is_dir()), CORPUS_DIR / slug)
     for file in entry["files"]:
         path = folder / file["file"]
-        if not path.is_file():
-            pytest.skip(f"{path} is not here: fetch {file['path']} from {entry['repository']} at {entry['commit']} "
-                        "(tests/fixtures/real_runs/corpus.yaml)")
+        assert path.is_file(), (f"{path} is not here: {file['path']} from {entry['repository']} at {entry['commit']} "
+                                "(tests/fixtures/real_runs/corpus.yaml), kept in shared/real_runs/")
         assert hashlib.sha256(path.read_bytes()).hexdigest() == file["sha256"], path
     names = [f["file"] for f in entry["files"]]
     return folder if "trainer_state.json" in names else folder / next(n for n in names if not n.endswith(".bin"))
@@ -75,7 +72,7 @@ def last(log: RunLog, name: str) -> float | None:
 
 def test_a_run_that_learned_is_said_to_learn_and_has_no_suspect(hypotheses):
     """UnslothGRPO: correctness 0.23 -> 1.25; soft and strict format rewards 0 throughout (readings, not faults)."""
-    report = triage(str(UNSLOTH), hypotheses)
+    report = triage(str(corpus("unslothgrpo__ckpt250")), hypotheses)
     assert report.progress.state == "learning", report.progress.sentence()
     assert report.progress.change_low > 0  # the whole 95% interval above 0
     assert report.suspects() == []
@@ -133,7 +130,7 @@ def test_3_num_tokens_counts_completions_too(hypotheses):
 
 def test_3_completions_that_barely_change_leave_prompt_lengths_unknown():
     """Completion lengths pinned (every completion at the cap): num_tokens cannot tell prompts from completions."""
-    history = json.loads((UNSLOTH / "trainer_state.json").read_text())["log_history"]
+    history = json.loads((corpus("unslothgrpo__ckpt250") / "trainer_state.json").read_text())["log_history"]
     rows = [dict(row, completion_length=200.0) for row in history if "num_tokens" in row or "loss" in row]
     log = RunLog("pinned", "trainer_state")
     for row in rows:
@@ -160,14 +157,14 @@ def _every(history: list[dict], k: int) -> list[dict]:
 def test_4_a_first_row_that_averages_several_steps_says_nothing_of_the_reference(hypotheses, tmp_path):
     """UnslothGRPO's own steps, as logging_steps 5 would log them: the first row (steps 1-5) holds a small, growing
     KL (the policy moved in steps 2-5): not 'a wrong reference at the first step'."""
-    history = json.loads((UNSLOTH / "trainer_state.json").read_text())["log_history"]
+    history = json.loads((corpus("unslothgrpo__ckpt250") / "trainer_state.json").read_text())["log_history"]
     (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": _every(history, 5), "logging_steps": 5}))
     report = triage(str(tmp_path), hypotheses)
     assert report.rank_of("h18") is not None
     h18 = next(e for e in report.ranking if e.id == "h18")
     assert h18.evidence == 0 and "kl/first_step" in {m for r in h18.cannot_tell() for m in r.missing}
     assert history[0]["kl"] == 0.0  # logged alone, step 1's KL is 0: the reference is the starting policy
-    alone = triage(str(UNSLOTH), hypotheses)
+    alone = triage(str(corpus("unslothgrpo__ckpt250")), hypotheses)
     assert next(e for e in alone.ranking if e.id == "h18").evidence < 0
 
 
@@ -184,7 +181,7 @@ def test_5_one_reading_counts_for_one_hypothesis(hypotheses):
 def test_6_the_task_reward_is_chosen_by_what_its_name_says_not_its_weight():
     """UnslothGRPO's five rewards: correctness, a digits-only int reward, soft and strict format, xml counts. Were the
     int reward weighted 3x, it would still be a format reward."""
-    log = canonical(read_source(str(UNSLOTH))).log
+    log = canonical(read_source(str(corpus("unslothgrpo__ckpt250")))).log
     functions = reward_functions(log)
     candidates, why = task_candidates(log, functions)
     assert candidates == ["correctness_reward_func"] and "name says it scores correctness" in why
@@ -194,7 +191,7 @@ def test_6_the_task_reward_is_chosen_by_what_its_name_says_not_its_weight():
 
 def test_6_a_penalty_at_most_0_by_design_is_auxiliary():
     """The same run, with its format rewards turned into penalties (score - 0.5, never above 0): never the task."""
-    source = canonical(read_source(str(UNSLOTH))).log
+    source = canonical(read_source(str(corpus("unslothgrpo__ckpt250")))).log
     log = RunLog("penalised", "trainer_state", series=dict(source.series))
     for func in ("soft_format_reward_func", "strict_format_reward_func"):
         log.series[f"rewards/{func}/mean"] = [(s, v - 0.5) for s, v in source.series[f"rewards/{func}/mean"]]
@@ -203,9 +200,9 @@ def test_6_a_penalty_at_most_0_by_design_is_auxiliary():
 
 
 def test_6_the_report_says_when_another_task_reward_would_change_the_suspects(hypotheses):
-    report = triage(str(UNSLOTH), hypotheses)
+    report = triage(str(corpus("unslothgrpo__ckpt250")), hypotheses)
     assert report.assumed[0].startswith("task reward: correctness_reward_func (its name says it scores correctness")
-    other = triage(str(UNSLOTH), hypotheses, task_reward="soft_format_reward_func")
+    other = triage(str(corpus("unslothgrpo__ckpt250")), hypotheses, task_reward="soft_format_reward_func")
     differs = [e.id for e in other.ranking if e.evidence >= 0.5] != [e.id for e in report.ranking if e.evidence >= 0.5]
     assert differs == any(said.startswith("with soft_format_reward_func as the task reward") for said in report.assumed)
 
