@@ -12,13 +12,13 @@ import click
 import mkdocs_gen_files
 
 from hypotrack.cli import cli
+from hypotrack.definitions.loader import load_library
+from hypotrack.definitions.models import AnyOf, Criterion, Hypothesis
+from hypotrack.definitions.project import Project
+from hypotrack.definitions.run_settings import RUN_SETTINGS
 from hypotrack.faults.manifest import FAULT_CLASSES
 from hypotrack.hooks.manifest import HOOK_CLASSES
-from hypotrack.library import HYPOTHESES_DIR
-from hypotrack.spec.loader import load_library
-from hypotrack.spec.models import AnyOf, Criterion, Hypothesis
-from hypotrack.spec.project import Project
-from hypotrack.spec.run_settings import RUN_SETTINGS
+from hypotrack.shipped import HYPOTHESES_DIR
 from hypotrack.treatments.manifest import TREATMENT_CLASSES
 
 
@@ -128,11 +128,11 @@ def treatments_page() -> str:
 
 
 def triage_metrics_page() -> str:
-    from hypotrack.spec.triage import DERIVED_METRICS
+    from hypotrack.definitions.triage import DERIVED_METRICS
 
     out = ["# Triage metrics", "",
            "What triage derives by role from a run's own logs, beside TRL's keys and the hooks' `diag/*` keys, read "
-           "from `hypotrack/spec/triage.py` when this page was built. A hypothesis's `triage:` signatures may name "
+           "from `hypotrack/definitions/triage.py` when this page was built. A hypothesis's `triage:` signatures may name "
            "any of them; 'run:' marks a reading of the whole run rather than of each step.", "",
            "| metric | what it is |", "|---|---|"]
     out += [f"| `{name}` | {cell(what)} |" for name, what in DERIVED_METRICS.items()]

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import torch
 
-from hypotrack.spec.vocabulary import REFERENCE_LOSS_TYPES
+from hypotrack.definitions.vocabulary import REFERENCE_LOSS_TYPES
 
 ADV_EPS = 1e-4  # TRL adds this to the std before dividing (grpo_trainer.py, where it scores a rollout)
 

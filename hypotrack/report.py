@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from hypotrack.definitions.summary import HypothesisSummary
+from hypotrack.definitions.vocabulary import PRIORITY_RANK, RESOLVED_STATUSES
 from hypotrack.registry.queries import Overview
-from hypotrack.spec.summary import HypothesisSummary
-from hypotrack.spec.vocabulary import PRIORITY_RANK, RESOLVED_STATUSES
 from hypotrack.text import clip, markdown_cell
 
 STATUS_ICONS = {

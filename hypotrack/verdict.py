@@ -41,9 +41,9 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from hypotrack.definitions.models import AnyOf, Criterion, Hypothesis
 from hypotrack.effect import Effect, Series, measure
 from hypotrack.known_failures import explain
-from hypotrack.spec.models import AnyOf, Criterion, Hypothesis
 from hypotrack.text import HEADLINE_WIDTH, clip
 
 OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,

@@ -141,8 +141,8 @@ def test_a_command_arm_whose_task_reward_never_scores_is_stopped_with_the_reason
 
 
 def test_each_treatment_declares_its_flag_and_the_run_settings_read_it() -> None:
-    from hypotrack.spec import Project, load_library
-    from hypotrack.spec.run_settings import SETTINGS_BY_NAME
+    from hypotrack.definitions import Project, load_library
+    from hypotrack.definitions.run_settings import SETTINGS_BY_NAME
     from hypotrack.treatments.base import Treatment
     from hypotrack.treatments.manifest import TREATMENT_CLASSES
 

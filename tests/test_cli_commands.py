@@ -111,7 +111,7 @@ def test_reconcile_dead_and_alive_runs(run_cli, cli_env, any_registry_url):
     """On SQLite and on PostgreSQL: the CLI reconciles a shared registry the same way."""
     from sqlalchemy import update
 
-    from hypotrack.registry.models import TestRun
+    from hypotrack.registry.models import RecordedTest
     from hypotrack.registry.processes import process_start
 
     registry_url = cli_env["HYPOTRACK_DB"] = any_registry_url  # run_cli reads this environment
@@ -127,9 +127,9 @@ def test_reconcile_dead_and_alive_runs(run_cli, cli_env, any_registry_url):
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         with registry.session() as session, session.begin():
-            session.execute(update(TestRun).where(TestRun.id == dead_run.id)
+            session.execute(update(RecordedTest).where(RecordedTest.id == dead_run.id)
                             .values(pid=finished.pid, pid_start=dead_start))
-            session.execute(update(TestRun).where(TestRun.id == alive_run.id)
+            session.execute(update(RecordedTest).where(RecordedTest.id == alive_run.id)
                             .values(pid=sleeper.pid, pid_start=process_start(sleeper.pid)))
         assert queries.get_status(registry, "h04") == "testing"
 

@@ -153,7 +153,7 @@ def test_seeds_without_a_seed_mapping_are_refused_before_anything_is_recorded(tm
 def test_seeds_added_later_reach_the_script_and_without_a_mapping_are_refused(tmp_path: Path, project: Path) -> None:
     env = user_env(tmp_path, project)
     init_command(project, env, "python train_sums.py --beta 0.04 --seed 1")
-    code = ("from hypotrack.spec import Project, load_library; from hypotrack.run.api import prepare_test; "
+    code = ("from hypotrack.definitions import Project, load_library; from hypotrack.run.api import prepare_test; "
             "plan = prepare_test(load_library(Project.locate()), 'h03', experiment='my_script').reseeded([5, 6]); "
             "print(sorted((s.arm, s.seed, ' '.join(s.command)) for s in plan.specs))")
     done = subprocess.run([sys.executable, "-c", code], env=env, cwd=project, capture_output=True, text=True,

@@ -41,7 +41,7 @@ def test_the_readme_is_read_in_one_sitting() -> None:
 def test_the_site_builds_with_every_reference_page_generated(site: Path) -> None:
     from hypotrack.faults.manifest import FAULTS
     from hypotrack.hooks.manifest import HOOK_CLASSES
-    from hypotrack.library import HYPOTHESES_DIR
+    from hypotrack.shipped import HYPOTHESES_DIR
     from hypotrack.treatments.manifest import TREATMENT_CLASSES
 
     pages = {name: (site / "reference" / name / "index.html").read_text(encoding="utf-8")

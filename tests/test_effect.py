@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from scipy import stats
 
+from hypotrack.definitions.models import Hypothesis
 from hypotrack.effect import ALPHA, detectable_effect, measure, seeds_to_decide, sequential_levels
-from hypotrack.spec.models import Hypothesis
 from hypotrack.verdict import decide, not_applicable
 
 SEEDS = [0, 1, 2, 3, 4]

@@ -21,7 +21,7 @@ def apply_config(name: str, arm: dict) -> None:
 
 
 def test_each_fault_declares_itself_and_its_catalogue_is_read_off_the_classes() -> None:
-    from hypotrack.spec import Project, load_library
+    from hypotrack.definitions import Project, load_library
 
     hypotheses = load_library(Project.locate()).hypotheses
     for name, cls in FAULT_CLASSES.items():

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from hypotrack.definitions.models import Hypothesis
 from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
 from hypotrack.run.mlflow_ui import view_key
@@ -29,7 +30,6 @@ from hypotrack.run.records import (
     spec_changes,
 )
 from hypotrack.run.workers import ArmState
-from hypotrack.spec.models import Hypothesis
 from hypotrack.tracking import MODEL_TRAINING, Tracker
 from hypotrack.verdict import Verdict, not_applicable
 

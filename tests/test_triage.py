@@ -153,7 +153,7 @@ def test_triage_sections_are_validated_with_file_and_line(run_cli, project_dir):
 
 def test_every_shipped_signature_names_a_metric_triage_computes():
     """The names the schema accepts are the ones hypotrack/triage/derived.py really produces."""
-    from hypotrack.spec.triage import DERIVED_METRICS
+    from hypotrack.definitions.triage import DERIVED_METRICS
     from hypotrack.triage import derived
 
     source = Path(derived.__file__).read_text()
@@ -164,7 +164,7 @@ def test_every_shipped_signature_names_a_metric_triage_computes():
 
 
 def _hypotheses():
-    from hypotrack.spec import Project, load_library
+    from hypotrack.definitions import Project, load_library
 
     library = load_library(Project.locate(Path(__file__).resolve().parents[1]))
     library.raise_if_problems()
@@ -215,8 +215,8 @@ def test_the_ranking_is_recorded_and_next_starts_from_the_top_suspect(run_cli, t
 def test_next_orders_suspects_by_evidence_then_priority():
     from types import SimpleNamespace
 
+    from hypotrack.definitions.summary import HypothesisSummary
     from hypotrack.report import next_step
-    from hypotrack.spec.summary import HypothesisSummary
 
     def summary(hyp_id, priority, prerequisites=()):
         return HypothesisSummary(hyp_id, hyp_id, priority, "", "", tuple(prerequisites), f"hypotrack run {hyp_id}", "")

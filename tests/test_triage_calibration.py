@@ -29,7 +29,7 @@ SEED_FAULTS = ("tiny_std_rewards", "prompt_in_loss", "kl_wrong_sign", "truncate_
 
 @pytest.fixture(scope="module")
 def library():
-    from hypotrack.spec import Project, load_library
+    from hypotrack.definitions import Project, load_library
 
     loaded = load_library(Project.locate(Path(__file__).resolve().parents[1]))
     loaded.raise_if_problems()

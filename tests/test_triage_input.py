@@ -64,7 +64,7 @@ def _step(step: int, **values) -> dict:
 def hypotheses():
     from pathlib import Path
 
-    from hypotrack.spec import Project, load_library
+    from hypotrack.definitions import Project, load_library
 
     return load_library(Project(Path(__file__).resolve().parents[1])).hypotheses
 

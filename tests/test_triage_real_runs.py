@@ -33,7 +33,7 @@ pytestmark = pytest.mark.real_runs
 
 @pytest.fixture(scope="module")
 def hypotheses():
-    from hypotrack.spec import Project, load_library
+    from hypotrack.definitions import Project, load_library
 
     return load_library(Project(HERE.parent)).hypotheses
 

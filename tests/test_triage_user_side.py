@@ -47,7 +47,7 @@ def test_the_four_failures_users_report_rank_their_own_hypothesis_first(runs, ru
 
 
 def test_a_constant_auxiliary_reward_is_said_to_move_nothing(tmp_path: Path) -> None:
-    from hypotrack.spec import Project, load_library
+    from hypotrack.definitions import Project, load_library
     from hypotrack.triage.api import triage
 
     run = json.loads(FIXTURE.read_text())["constant_format"]  # a format reward every completion earns, weight 3

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 import trl
 
+from hypotrack.definitions.grpo_fields import GRPO_FIELDS, TRL_VERSION
 from hypotrack.session.trl_seams import GENERATE_RETURNS, SEAM_PARAMETERS, Seam
-from hypotrack.spec.grpo_fields import GRPO_FIELDS, TRL_VERSION
 
 TOOL = Path(__file__).parent / "tools" / "gen_grpo_fields.py"
 
 
 def test_field_table_matches_the_installed_trl() -> None:
-    assert trl.__version__ == TRL_VERSION, "regenerate: python tests/tools/gen_grpo_fields.py > hypotrack/spec/grpo_fields.py"
+    assert trl.__version__ == TRL_VERSION, "regenerate: python tests/tools/gen_grpo_fields.py > hypotrack/definitions/grpo_fields.py"
     out, saved = StringIO(), sys.stdout
     sys.stdout = out
     try:

@@ -50,7 +50,7 @@ def test_show_prints_criteria_text_with_brackets_as_written(run_cli, project_dir
 
 
 def test_yaml_anchors_and_merge_keys_read_as_yaml_means_them() -> None:
-    from hypotrack.spec.yamlio import read_yaml
+    from hypotrack.definitions.yamlio import read_yaml
 
     doc = read_yaml(Path("h.yaml"), "base: &base {time: 1 hour, memory: small}\n"
                                     "resources:\n  <<: *base\n  memory: large\n"

@@ -31,9 +31,9 @@ STEPS = 8
 
 
 def test_user_side_bugs_validate_their_own_hypothesis_only(tmp_path: Path, toy_cache: Path, monkeypatch) -> None:
+    from hypotrack.definitions import Project, load_library
     from hypotrack.registry import open_registry
     from hypotrack.run.selftest import Row, render_markdown, run_selftest
-    from hypotrack.spec import Project, load_library
     from hypotrack.tracking import Tracker
 
     monkeypatch.setenv("HYPOTRACK_CACHE", str(toy_cache))

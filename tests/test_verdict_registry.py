@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from hypotrack.definitions.models import Hypothesis
 from hypotrack.registry import engine as engine_mod
 from hypotrack.registry import open_registry, store
-from hypotrack.spec.models import Hypothesis
 from hypotrack.verdict import decide, not_applicable
 
 PRESENT = {"metric": "diag/x", "arm": "control", "steps": "mean", "op": ">", "threshold": 0.5, "seeds": "all"}

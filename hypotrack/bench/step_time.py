@@ -67,9 +67,9 @@ def _rss_bytes() -> int:
 
 
 def _spec(experiment: str, steps: int, hooks: list[str], out: Path):
+    from hypotrack.definitions import Project, load_library
+    from hypotrack.definitions.models import Overrides
     from hypotrack.run.plan import resolve_arms
-    from hypotrack.spec import Project, load_library
-    from hypotrack.spec.models import Overrides
 
     library = load_library(Project.locate())
     library.raise_if_problems()

@@ -3,7 +3,7 @@
 - investigation.py  status, show, next, log, report (read the registry)
 - edit.py           mark, note (write to it by hand);  validate.py  validate;  db.py  db
 - scaffold.py       init (start a project), new (a hypothesis from the template)
-- run.py            run (the flags come from spec/run_settings.py);  ui.py  ui
+- run.py            run (the flags come from definitions/run_settings.py);  ui.py  ui
 - selftest.py       selftest;  progress.py  the live progress table and the verdict printout
 - triage.py         triage (rank the hypotheses on a run's own logs; records the ranking)
 - mcp.py            mcp (these commands as MCP tools for coding agents, over stdio)
@@ -103,10 +103,10 @@ for command in (investigation.status, investigation.show, investigation.next_, i
 
 def friendly_error(exc: BaseException) -> tuple[str | None, int]:
     """(the message, the exit code) for an error the user can fix; (None, 1) for a bug."""
+    from hypotrack.definitions.loader import SpecError
     from hypotrack.errors import HypotrackError, first_line
     from hypotrack.registry.engine import RegistryError
     from hypotrack.registry.store import UnknownStatus
-    from hypotrack.spec.loader import SpecError
 
     if isinstance(exc, SpecError):
         count = len(exc.problems)

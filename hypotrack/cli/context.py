@@ -33,10 +33,10 @@ class Context:
                     spawn_detached(self._registry.url)  # ends their MLflow runs as KILLED, in the background
         return self._registry
 
-    def library(self):  # hypotrack.spec.Library
+    def library(self):  # hypotrack.definitions.Library
         """Every hypothesis and experiment, validated (any problem raises SpecError)."""
         if self._library is None:
-            from hypotrack.spec import Project, load_library
+            from hypotrack.definitions import Project, load_library
 
             library = load_library(Project.locate(self.project_root))
             library.raise_if_problems()
@@ -46,8 +46,8 @@ class Context:
     def summaries(self):
         """Validated summaries of every hypothesis, from the cache when no file changed (no pydantic then)."""
         if self._summaries is None:
-            from hypotrack.spec.project import Project
-            from hypotrack.spec.summary import load_summaries
+            from hypotrack.definitions.project import Project
+            from hypotrack.definitions.summary import load_summaries
 
             self._summaries = load_summaries(Project.locate(self.project_root).root)
         return self._summaries
@@ -55,7 +55,7 @@ class Context:
     def check_id(self, hypothesis_id: str) -> None:
         known = self.summaries()
         if hypothesis_id not in known:
-            from hypotrack.spec.project import Project
+            from hypotrack.definitions.project import Project
 
             where = Project.locate(self.project_root).hypotheses_dir
             raise click.BadParameter(f"no hypothesis {hypothesis_id!r} in {where} "

@@ -7,7 +7,7 @@ import math
 import click
 
 from hypotrack.cli.context import Context, pass_ctx
-from hypotrack.spec.vocabulary import STATUSES
+from hypotrack.definitions.vocabulary import STATUSES
 from hypotrack.text import printable
 
 

@@ -1,6 +1,6 @@
 """`hypotrack run`: a thin layer over hypotrack.run.prepare_test and run_prepared.
 
-Its run-setting flags are generated from RUN_SETTINGS (spec/run_settings.py), with
+Its run-setting flags are generated from RUN_SETTINGS (definitions/run_settings.py), with
 the types, choices and bounds declared there. Kept out of the CLI's package
 __init__ so the read-only commands never pay for these imports.
 """
@@ -16,8 +16,8 @@ from typing import Any
 import click
 
 from hypotrack.cli.context import Context, console, pass_ctx
+from hypotrack.definitions.run_settings import RUN_SETTINGS, RunSetting
 from hypotrack.run.launchers import LAUNCHERS, LaunchOptions
-from hypotrack.spec.run_settings import RUN_SETTINGS, RunSetting
 
 
 class BoundedNumber(click.ParamType):
@@ -78,7 +78,7 @@ def run_setting_options(command: Callable) -> Callable:
 
 
 def _parse_sets(values: tuple[str, ...]) -> dict:
-    from hypotrack.spec.settings_check import check_setting, coerce_cli_value
+    from hypotrack.definitions.settings_check import check_setting, coerce_cli_value
 
     out = {}
     for item in values:

@@ -29,8 +29,8 @@ def init(ctx: Context, directory: Path | None, command: str | None) -> None:
         hypotrack run h05 --experiment my_run
         hypotrack init --command "python train.py --lr 1e-6 --beta 0.04"
     """
+    from hypotrack.definitions.project import Project
     from hypotrack.scaffold import init_project, write_command_experiment
-    from hypotrack.spec.project import Project
 
     root = Project.locate(directory or ctx.project_root).root
     if command is not None:
@@ -61,9 +61,9 @@ def new(ctx: Context, hypothesis_id: str, title: str, experiment: str, statement
     Example:
         hypotrack new h20 "Reward model drifts" --statement "The reward model scores length, not answers."
     """
+    from hypotrack.definitions import Project, SpecError, load_library
+    from hypotrack.definitions.loader import resolve_experiment_path
     from hypotrack.scaffold import new_hypothesis
-    from hypotrack.spec import Project, SpecError, load_library
-    from hypotrack.spec.loader import resolve_experiment_path
 
     project = Project.locate(ctx.project_root)
     library = load_library(project)

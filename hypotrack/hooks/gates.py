@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypotrack.hooks.base import DiagnosticHook, LossParts, RolloutBatch, StepContext
-from hypotrack.readings import NO_GRAD_SHARE
+from hypotrack.thresholds import NO_GRAD_SHARE
 
 
 @dataclass(frozen=True)

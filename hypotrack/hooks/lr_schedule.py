@@ -11,7 +11,7 @@ plateaus from there while the run looks healthy. At each optimizer step, the rat
 from __future__ import annotations
 
 from hypotrack.hooks.base import DiagnosticHook, StepContext
-from hypotrack.readings import LR_REMAINING, LR_SPENT
+from hypotrack.thresholds import LR_REMAINING, LR_SPENT
 
 
 class LrScheduleHook(DiagnosticHook):

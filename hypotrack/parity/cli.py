@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from hypotrack.spec.vocabulary import REFERENCE_LOSS_TYPES, SCALE_REWARDS
+from hypotrack.definitions.vocabulary import REFERENCE_LOSS_TYPES, SCALE_REWARDS
 
 from .settings import ParitySettings
 

@@ -1,7 +1,7 @@
 """Every metric name the parity probes emit (no torch import), so criteria can name them."""
 from __future__ import annotations
 
-from hypotrack.spec.vocabulary import REFERENCE_LOSS_TYPES as LOSS_TYPES
+from hypotrack.definitions.vocabulary import REFERENCE_LOSS_TYPES as LOSS_TYPES
 
 LOSS_VARIANTS = ["seq_reinforce", "k1_kl", "full_length", "kl_no_is_weight", "seed004_all"]
 LOGPROB_CONTEXTS = ["sampling", "grad_enabled", "train_mode", "train_mode_dropout", "batch_of_one", "right_padding",

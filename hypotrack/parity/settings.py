@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hypotrack.spec.vocabulary import REFERENCE_LOSS_TYPES, SCALE_REWARDS
+from hypotrack.definitions.vocabulary import REFERENCE_LOSS_TYPES, SCALE_REWARDS
 
 LossType = Literal[REFERENCE_LOSS_TYPES]  # type: ignore[valid-type]
 LogprobContext = Literal["sampling", "grad_enabled", "train_mode", "train_mode_dropout", "batch_of_one",

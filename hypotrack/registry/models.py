@@ -12,7 +12,7 @@ from sqlalchemy.orm import DeclarativeBase, relationship
 from . import tables
 from .tables import utcnow
 
-__all__ = ["Base", "HypothesisState", "Note", "StatusChange", "TestRun", "utcnow"]
+__all__ = ["Base", "HypothesisState", "Note", "StatusChange", "RecordedTest", "utcnow"]
 
 
 class Base(DeclarativeBase):
@@ -29,7 +29,7 @@ class StatusChange(Base):
     hypothesis = relationship(HypothesisState, back_populates="history")
 
 
-class TestRun(Base):
+class RecordedTest(Base):
     """One `hypotrack run`: its arms x seeds, where it ran, and how it ended."""
 
     __table__ = tables.test_run

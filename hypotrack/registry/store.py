@@ -27,7 +27,7 @@ from sqlalchemy.exc import DBAPIError
 
 from ..spec.vocabulary import RUN_STATES, STATUSES
 from .engine import Registry, RegistryError, reason, sqlite_path
-from .models import HypothesisState, Note, StatusChange, TestRun, utcnow
+from .models import HypothesisState, Note, RecordedTest, StatusChange, utcnow
 from .processes import hostname, process_start
 
 # SQLSTATEs that mean "run the transaction again": serialization_failure, deadlock_detected,
@@ -127,13 +127,13 @@ def add_note(registry: Registry, hypothesis_id: str, text: str, who: str | None 
 def start_test_run(
     registry: Registry, hypothesis_id: str, *, experiment: str, arms: list[str], seeds: list[int],
     config_hash: str, flags: dict[str, Any] | None = None, tracking_uri: str | None = None,
-) -> TestRun:
+) -> RecordedTest:
     """Record the run and move the hypothesis to `testing`, remembering where it was."""
     pid = os.getpid()
 
-    def write(session) -> TestRun:
+    def write(session) -> RecordedTest:
         state = _state(session, hypothesis_id)
-        run = TestRun(
+        run = RecordedTest(
             id=uuid.uuid4().hex[:12], hypothesis_id=hypothesis_id, experiment=experiment, arms=arms, seeds=seeds,
             flags=flags, config_hash=config_hash, tracking_uri=tracking_uri, pid=pid, pid_start=process_start(pid),
             host=hostname(), state="running", previous_status=_status_before_testing(session, state),
@@ -170,7 +170,7 @@ def _status_before_testing(session, state) -> str:
 def attach_mlflow(registry: Registry, test_run_id: str, parent_run_id: str | None = None,
                   run_ids: dict[str, str] | None = None) -> None:
     def write(session) -> None:
-        run = session.get(TestRun, test_run_id, with_for_update=ROW_LOCK)
+        run = session.get(RecordedTest, test_run_id, with_for_update=ROW_LOCK)
         if parent_run_id:
             run.mlflow_parent_run_id = parent_run_id
         if run_ids:
@@ -193,7 +193,7 @@ def finish_test_run(
         raise ValueError(f"cannot finish a test run as {state!r}")
 
     def write(session) -> None:
-        run = session.get(TestRun, test_run_id, with_for_update=ROW_LOCK)
+        run = session.get(RecordedTest, test_run_id, with_for_update=ROW_LOCK)
         if run is None or run.state != "running":
             return  # already reconciled by someone else
         run.state, run.ended_at = state, utcnow()
@@ -204,8 +204,8 @@ def finish_test_run(
         if hyp.status != "testing":
             return  # someone marked it by hand meanwhile: their word stands
         still_running = session.scalar(
-            select(func.count()).select_from(TestRun)
-            .where(TestRun.hypothesis_id == run.hypothesis_id, TestRun.state == "running", TestRun.id != run.id))
+            select(func.count()).select_from(RecordedTest)
+            .where(RecordedTest.hypothesis_id == run.hypothesis_id, RecordedTest.state == "running", RecordedTest.id != run.id))
         if verdict:
             to_status, to_conf = verdict, confidence
             reason = f"test run {run.id}: {summary or verdict}"
@@ -224,7 +224,7 @@ def finish_test_run(
 
 def mark_mlflow_closed(registry: Registry, test_run_id: str) -> None:
     def write(session) -> None:
-        run = session.get(TestRun, test_run_id, with_for_update=ROW_LOCK)
+        run = session.get(RecordedTest, test_run_id, with_for_update=ROW_LOCK)
         if run is not None:
             run.mlflow_closed = 1
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {"prepare_test": "api", "run_prepared": "api", "TestPlan": "api", "with_more_seeds": "api",
-            "run_until_decided": "api", "RunOptions": "lifecycle", "TestOutcome": "lifecycle"}
+_EXPORTS = {"prepare_test": "api", "run_prepared": "api", "PreparedTest": "api", "with_more_seeds": "api",
+            "run_until_decided": "api", "RunOptions": "lifecycle", "RunOutcome": "lifecycle"}
 __all__ = sorted(_EXPORTS)
 
 

@@ -2,14 +2,14 @@
 
     from hypotrack.registry import open_registry
     from hypotrack.run import RunOptions, prepare_test, run_prepared
-    from hypotrack.spec import Project, load_library
+    from hypotrack.definitions import Project, load_library
 
     library = load_library(Project.locate("my_project"))
     plan = prepare_test(library, "h06", settings={"peft": False}, seeds=3)
     outcome = run_prepared(plan, open_registry(), RunOptions(tracking_uri="sqlite:///mlflow.db"))
     print(outcome.verdict.summary)
 
-`settings` takes the names of RUN_SETTINGS (spec/run_settings.py) plus `set` (any GRPOConfig field
+`settings` takes the names of RUN_SETTINGS (definitions/run_settings.py) plus `set` (any GRPOConfig field
 or lora.<field>); bad values raise HypotrackError or SpecError before anything is recorded.
 
 Seeds add up across tests of the same arms (run/pooling.py): `with_more_seeds(plan, registry, 3)` trains
@@ -24,20 +24,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hypotrack.definitions.loader import Library, load_experiment, resolve_experiment_path
+from hypotrack.definitions.models import Hypothesis, Overrides
 from hypotrack.errors import HypotrackError
 from hypotrack.protocol import ArmSpec
-from hypotrack.run.lifecycle import RunOptions, TestOutcome, run_test
+from hypotrack.run.lifecycle import RunOptions, RunOutcome, run_test
 from hypotrack.run.plan import config_hash, control_spec, pool_key, resolve_arms, unmet_requirements
 from hypotrack.run.workers import Display
-from hypotrack.spec.loader import Library, load_experiment, resolve_experiment_path
-from hypotrack.spec.models import Hypothesis, Overrides
 
 if TYPE_CHECKING:
     from hypotrack.registry import Registry
 
 
 @dataclass
-class TestPlan:
+class PreparedTest:
     """A test ready to run: the hypothesis, its file, one ArmSpec per arm x seed."""
 
     hypothesis: Hypothesis
@@ -58,7 +58,7 @@ class TestPlan:
     def seeds(self) -> list[int]:
         return sorted({s.seed for s in self.specs})
 
-    def reseeded(self, seeds: list[int]) -> "TestPlan":
+    def reseeded(self, seeds: list[int]) -> "PreparedTest":
         """The same arms on other seeds (a seed changes nothing else of a resolved arm)."""
         if self.resolve_seeds is not None:
             specs = self.resolve_seeds(seeds)
@@ -67,13 +67,13 @@ class TestPlan:
             for spec in self.specs:
                 firsts.setdefault(spec.arm, spec)
             specs = [spec.model_copy(update={"seed": seed}) for spec in firsts.values() for seed in seeds]
-        return TestPlan(self.hypothesis, self.hypothesis_file, specs, dict(self.flags), list(self.unmet),
+        return PreparedTest(self.hypothesis, self.hypothesis_file, specs, dict(self.flags), list(self.unmet),
                         self.resolve_seeds)
 
 
 def prepare_test(library: Library, hypothesis_id: str, *, experiment: str | None = None,
                  settings: dict[str, Any] | None = None, seeds: int | None = None, arms: list[str] | None = None,
-                 deterministic: bool = False, flags: dict[str, Any] | None = None) -> TestPlan:
+                 deterministic: bool = False, flags: dict[str, Any] | None = None) -> PreparedTest:
     """Resolve the arms of a test; raises for anything that cannot work, before anything is recorded."""
     if hypothesis_id not in library.hypotheses:
         known = ", ".join(sorted(library.hypotheses)) or "none"
@@ -102,7 +102,7 @@ def prepare_test(library: Library, hypothesis_id: str, *, experiment: str | None
         return resolve_arms(hypothesis, exp, exp_path, overrides, seeds=new_seeds, arms=chosen,
                             deterministic=deterministic, adding_seeds=True)
 
-    return TestPlan(hypothesis, library.hypothesis_files[hypothesis.id], specs, dict(flags or {}), unmet,
+    return PreparedTest(hypothesis, library.hypothesis_files[hypothesis.id], specs, dict(flags or {}), unmet,
                     resolve_seeds if exp.command is not None else None)
 
 
@@ -113,8 +113,8 @@ def _check_fault(name: str) -> None:
         raise HypotrackError(f"--plant: unknown fault {name!r} (known: {', '.join(sorted(FAULTS))})")
 
 
-def run_prepared(plan: TestPlan, registry: Registry, options: RunOptions | None = None,
-                 display: Display | None = None, on_start=None) -> TestOutcome:
+def run_prepared(plan: PreparedTest, registry: Registry, options: RunOptions | None = None,
+                 display: Display | None = None, on_start=None) -> RunOutcome:
     """Run a prepared test: record it, train every arm, decide and record the verdict."""
     options = options or RunOptions()
     if not options.flags:
@@ -123,20 +123,20 @@ def run_prepared(plan: TestPlan, registry: Registry, options: RunOptions | None 
                     unmet=plan.unmet)
 
 
-def _earlier(plan: TestPlan, registry: Registry) -> list:
+def _earlier(plan: PreparedTest, registry: Registry) -> list:
     from hypotrack.registry.queries import pooled_test_runs
 
     return pooled_test_runs(registry, plan.hypothesis.id, pool_key(plan.specs))
 
 
-def pooled_seeds(plan: TestPlan, registry: Registry) -> list[int]:
+def pooled_seeds(plan: PreparedTest, registry: Registry) -> list[int]:
     """Seeds earlier finished tests of these arms already trained."""
     from hypotrack.run.pooling import used_seeds
 
     return used_seeds(_earlier(plan, registry))
 
 
-def with_more_seeds(plan: TestPlan, registry: Registry, count: int) -> TestPlan:
+def with_more_seeds(plan: PreparedTest, registry: Registry, count: int) -> PreparedTest:
     """The plan on the ``count`` lowest seeds no earlier test of these arms used (`--more-seeds`)."""
     from hypotrack.run.pooling import unused_seeds
 
@@ -146,8 +146,8 @@ def with_more_seeds(plan: TestPlan, registry: Registry, count: int) -> TestPlan:
 MIN_SEEDS = 2  # the fewest seeds that give the effect an interval
 
 
-def run_until_decided(plan: TestPlan, registry: Registry, options: RunOptions | None = None, *, max_seeds: int,
-                      display: Display | None = None, on_start=None) -> list[TestOutcome]:
+def run_until_decided(plan: PreparedTest, registry: Registry, options: RunOptions | None = None, *, max_seeds: int,
+                      display: Display | None = None, on_start=None) -> list[RunOutcome]:
     """`--seeds auto`: add one seed (both arms) at a time until the effect is decided or ``max_seeds`` are in.
 
     Each addition is a test run of its own (it pools the earlier ones), so an interrupted search keeps
@@ -156,7 +156,7 @@ def run_until_decided(plan: TestPlan, registry: Registry, options: RunOptions | 
     """
     options = options or RunOptions()
     options.max_seeds = max_seeds
-    outcomes: list[TestOutcome] = []
+    outcomes: list[RunOutcome] = []
     have = len(pooled_seeds(plan, registry))
     if have >= max_seeds:
         raise HypotrackError(f"--max-seeds {max_seeds}: earlier tests of these arms already trained {have} seeds; "

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hypotrack.definitions.command import CommandSpec, render
+from hypotrack.definitions.models import Experiment, Hypothesis, Overrides
+from hypotrack.definitions.run_settings import SETTINGS_BY_NAME, SETUP_SETTINGS, TREATMENT_SETTINGS
 from hypotrack.errors import HypotrackError
-from hypotrack.spec.command import CommandSpec, render
-from hypotrack.spec.models import Experiment, Hypothesis, Overrides
-from hypotrack.spec.run_settings import SETTINGS_BY_NAME, SETUP_SETTINGS, TREATMENT_SETTINGS
 
 TREATMENT_KEYS = (*TREATMENT_SETTINGS, "set", "rewards")
 # Stands for the arm's own output folder, known when the arm starts (run/command_launch.py puts it in).

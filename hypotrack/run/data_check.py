@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from hypotrack.data_source import heldout_count, load_rows
+from hypotrack.definitions.models import DataSpec
+from hypotrack.definitions.yamlio import YamlDoc, YamlSyntaxError, dotted, read_yaml
 from hypotrack.errors import HypotrackError
 from hypotrack.imports import import_object
 from hypotrack.protocol import ArmSpec
-from hypotrack.spec.models import DataSpec
-from hypotrack.spec.yamlio import YamlDoc, YamlSyntaxError, dotted, read_yaml
 
 # What TRL's GRPOTrainer passes every reward function besides the dataset's columns (trl 1.16,
 # its reward seam), and the columns the worker adds to each row (worker/data.py).

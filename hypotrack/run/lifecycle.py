@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hypotrack.definitions.models import Hypothesis
+from hypotrack.definitions.vocabulary import ARMS
 from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
 from hypotrack.run import launchers, signals
@@ -27,8 +29,6 @@ from hypotrack.run.preflight import check_output_dir, preflight
 from hypotrack.run.records import log_outcome, log_plan
 from hypotrack.run.seed_check import without_repeats
 from hypotrack.run.workers import ArmState, Display, run_workers, series_by_arm, stop_all
-from hypotrack.spec.models import Hypothesis
-from hypotrack.spec.vocabulary import ARMS
 
 if TYPE_CHECKING:
     from hypotrack.registry import Registry
@@ -57,7 +57,9 @@ class RunOptions:
 
 
 @dataclass
-class TestOutcome:
+class RunOutcome:
+    """How one test ended: its state and verdict, the arms it trained, where its MLflow runs and files are."""
+
     test_id: str
     state: str
     verdict: Verdict | None
@@ -77,7 +79,7 @@ def run_test(
     display: Display | None = None,
     on_start: Callable[[str, str, str], None] | None = None,
     unmet: list[str] | None = None,
-) -> TestOutcome:
+) -> RunOutcome:
     from hypotrack.registry import queries, store
     from hypotrack.tracking import Tracker, close_orphaned_runs
 
@@ -170,4 +172,4 @@ def run_test(
         else:
             store.finish_test_run(registry, test.id, state=state, error=error)
         signals.restore(previous_handlers)
-    return TestOutcome(test.id, state, verdict, arms, parent_id, tracker.uri, time.time() - started, out_root)
+    return RunOutcome(test.id, state, verdict, arms, parent_id, tracker.uri, time.time() - started, out_root)

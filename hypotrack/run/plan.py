@@ -5,7 +5,7 @@ command line (they describe the run and apply to both arms). Treatment adds the 
 `treatment:` changes, and the treatment settings given on the command line override those.
 A hypothesis never changes the control arm; what it needs of the experiment it declares
 (`requires:`), and `unmet_requirements` says when the run lacks it. Where each setting lands
-is declared in spec/run_settings.py.
+is declared in definitions/run_settings.py.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hypotrack.definitions.models import IMPORT_PATH, Experiment, Hypothesis, Overrides
+from hypotrack.definitions.run_settings import SETTINGS_BY_NAME, SETUP_SETTINGS, TREATMENT_SETTINGS
+from hypotrack.definitions.settings_check import check_setting, config_problem
+from hypotrack.definitions.vocabulary import SCALE_REWARDS
 from hypotrack.errors import HypotrackError
 from hypotrack.protocol import ArmSpec
-from hypotrack.spec.models import IMPORT_PATH, Experiment, Hypothesis, Overrides
-from hypotrack.spec.run_settings import SETTINGS_BY_NAME, SETUP_SETTINGS, TREATMENT_SETTINGS
-from hypotrack.spec.settings_check import check_setting, config_problem
-from hypotrack.spec.vocabulary import SCALE_REWARDS
 
 # GRPOConfig's defaults (trl 1.16) for the values a factor multiplies when the experiment does not set them.
 DEFAULTS = {"learning_rate": 1e-6, "num_generations": 8, "max_completion_length": 256,

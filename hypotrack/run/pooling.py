@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypotrack.definitions.models import AnyOf, Hypothesis
 from hypotrack.effect import OUTCOME_METRICS, Series
-from hypotrack.spec.models import AnyOf, Hypothesis
 
 # Besides the criteria's metrics and the outcome, the effect reads the task reward per step (an outcome
 # that cannot move) and its per-completion spread (what counts as a meaningful change).

@@ -20,9 +20,9 @@ from hypotrack.run.mlflow_ui import arms_view, verdict_word, view_key
 from hypotrack.run.plan import config_hash
 
 if TYPE_CHECKING:
+    from hypotrack.definitions.models import Hypothesis
     from hypotrack.protocol import ArmSpec
     from hypotrack.run.workers import ArmState
-    from hypotrack.spec.models import Hypothesis
     from hypotrack.tracking import Tracker
     from hypotrack.verdict import Verdict
 

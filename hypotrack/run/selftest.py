@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hypotrack.definitions.loader import Library, load_experiment, resolve_experiment_path
+from hypotrack.definitions.models import Overrides
 from hypotrack.faults.manifest import FAULTS, SIGNATURE_STEPS
 from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
 from hypotrack.run.plan import resolve_arms, unmet_requirements
 from hypotrack.run.preflight import preflight
 from hypotrack.run.workers import ArmState, run_workers, series_by_arm
-from hypotrack.spec.loader import Library, load_experiment, resolve_experiment_path
-from hypotrack.spec.models import Overrides
 from hypotrack.verdict import Verdict, decide, not_applicable
 
 if TYPE_CHECKING:

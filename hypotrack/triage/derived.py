@@ -1,6 +1,6 @@
 """The metrics triage derives from TRL's keys: the reward functions by role, and a few whole-run readings.
 
-Each is declared, with what it means, in spec/triage.py DERIVED_METRICS; each function here adds
+Each is declared, with what it means, in definitions/triage.py DERIVED_METRICS; each function here adds
 its series to the run when the keys it needs were logged, and nothing otherwise (the signature
 that reads it then says the run cannot tell).
 """
@@ -204,7 +204,7 @@ def _undercounted_ties(log: RunLog) -> None:
 def _learning_rate_spent(log: RunLog) -> None:
     # The rate below LR_SPENT of its peak so far while LR_REMAINING of the run's logged steps remain (hooks/lr_schedule.py
     # reads the same from the optimizer; a run cut short counts its last logged step as its end).
-    from hypotrack.readings import LR_REMAINING, LR_SPENT
+    from hypotrack.thresholds import LR_REMAINING, LR_SPENT
 
     points = log.series.get("learning_rate", [])
     last = _run_value(log)

@@ -13,8 +13,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypotrack.spec.triage import AllOf, Condition, conditions_of
-from hypotrack.spec.vocabulary import PRIORITY_RANK, REQUIREMENTS
+from hypotrack.definitions.triage import AllOf, Condition, conditions_of
+from hypotrack.definitions.vocabulary import PRIORITY_RANK, REQUIREMENTS
 from hypotrack.verdict import OPS, aggregate_steps
 
 from .expected import Requirement

@@ -3,7 +3,7 @@
 Both are about TRL, not about one hypothesis, so they live here rather than in the YAML files:
 - EXPECTED: each names a reading that is expected behaviour, so nobody chases it (a loss of 0 at
   beta 0, a kl that is not logged, clip ratios of 0 with one iteration per batch);
-- requirements(): which of the `requires:` words (spec/vocabulary.py REQUIREMENTS) the run's
+- requirements(): which of the `requires:` words (definitions/vocabulary.py REQUIREMENTS) the run's
   logs or params show met or unmet; a hypothesis whose requirement is unmet cannot explain the run.
 """
 

@@ -2,7 +2,7 @@
 
 A run hypotrack's hooks watched also logs their ``diag/<hook>/<metric>`` keys; they are read as logged.
 
-Triage signatures name TRL 1.16's keys (spec/metrics.py TRL_METRICS) and the reward functions by role
+Triage signatures name TRL 1.16's keys (definitions/metrics.py TRL_METRICS) and the reward functions by role
 (hypotrack/triage/roles.py). Older TRL releases and trackers' exports spell some of them differently;
 this module renames them, and sets aside what is not a training metric (evaluation, the end-of-run
 summary, other tools' keys), so the report can say what it did not read.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hypotrack.spec.metrics import TRL_METRICS
+from hypotrack.definitions.metrics import TRL_METRICS
 
 from .runlog import RunLog
 

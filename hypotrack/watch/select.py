@@ -68,8 +68,8 @@ def stop_names(stop_on: Iterable[str] | str | None, gates: bool) -> set[str]:
 
 def load_library():
     """The hypotheses the CLI would see from here (the shipped library plus the project's own)."""
-    from hypotrack.spec import Project
-    from hypotrack.spec import load_library as load
+    from hypotrack.definitions import Project
+    from hypotrack.definitions import load_library as load
 
     library = load(Project.locate())
     library.raise_if_problems()

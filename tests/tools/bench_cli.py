@@ -3,7 +3,7 @@
     python tests/tools/bench_cli.py [--runs 5] [--project DIR] [--seed-only]
 
 Builds a throw-away project copy and registry (six seed hypotheses or the whole shipped set,
-1,000 TestRun rows), then times fresh `python -m hypotrack.cli` processes and prints the medians.
+1,000 RecordedTest rows), then times fresh `python -m hypotrack.cli` processes and prints the medians.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ def make_project(dest: Path, seed_only: bool) -> Path:
 
 
 def fill_registry(url: str, hypothesis_ids: list[str], runs: int = 1000) -> None:
-    """Insert ``runs`` plausible finished TestRun rows (and their status changes) straight through SQLAlchemy."""
+    """Insert ``runs`` plausible finished RecordedTest rows (and their status changes) straight through SQLAlchemy."""
     from hypotrack.registry import open_registry
-    from hypotrack.registry.models import HypothesisState, StatusChange, TestRun
+    from hypotrack.registry.models import HypothesisState, RecordedTest, StatusChange
 
     registry = open_registry(url)
     rng = random.Random(0)
@@ -49,7 +49,7 @@ def fill_registry(url: str, hypothesis_ids: list[str], runs: int = 1000) -> None
             hyp = hypothesis_ids[i % len(hypothesis_ids)]
             began = start + timedelta(minutes=7 * i)
             verdict = rng.choice(["validated", "invalidated", "inconclusive", None])
-            run = TestRun(
+            run = RecordedTest(
                 id=uuid.UUID(int=rng.getrandbits(128)).hex[:12], hypothesis_id=hyp, experiment="toy_arith",
                 arms=["control", "treatment"], seeds=[0, 1, 2], flags={"max_steps": 30},
                 config_hash=f"{rng.getrandbits(64):016x}", mlflow_parent_run_id=uuid.uuid4().hex,

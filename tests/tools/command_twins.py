@@ -70,9 +70,9 @@ def timings(tracker, run_ids: list[str]) -> tuple[list[float], list[float]]:
 
 
 def main() -> None:
+    from hypotrack.definitions import Project, load_library
     from hypotrack.registry import open_registry
     from hypotrack.run.api import RunOptions, prepare_test, run_prepared
-    from hypotrack.spec import Project, load_library
     from hypotrack.tracking import Tracker
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

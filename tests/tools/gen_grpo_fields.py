@@ -1,4 +1,4 @@
-"""Generate hypotrack/spec/grpo_fields.py from the installed trl.GRPOConfig."""
+"""Generate hypotrack/definitions/grpo_fields.py from the installed trl.GRPOConfig."""
 import dataclasses
 import enum
 import sys

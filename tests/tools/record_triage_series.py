@@ -20,7 +20,7 @@ from pathlib import Path
 
 
 def library():
-    from hypotrack.spec import Project, load_library
+    from hypotrack.definitions import Project, load_library
 
     return load_library(Project.locate(Path(__file__).resolve().parents[2]))
 

@@ -47,7 +47,7 @@ def _shows_fault(report, expected: str | None, log) -> bool:
 
 def triage_fixture() -> list[Triaged]:
     """Every recorded run, triaged from its trainer_state.json as `hypotrack triage OUTPUT_DIR` reads it."""
-    from hypotrack.spec import Project, load_library
+    from hypotrack.definitions import Project, load_library
     from hypotrack.triage.api import triage_log
     from hypotrack.triage.derived import add_derived
     from hypotrack.triage.keys import canonical, reward_functions

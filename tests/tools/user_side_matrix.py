@@ -32,9 +32,9 @@ GRPO_HYPOTHESES = ["h01", "h02", "h03", "h04", "h05", "h06", "h11", "h12", "h13"
 
 def run_matrix(seeds: int, steps: int | None, rows: dict[str, str | None], hypotheses: list[str], out: Path,
                parallel: int = 2):  # run.selftest.SelftestResult
+    from hypotrack.definitions import Project, load_library
     from hypotrack.registry import open_registry
     from hypotrack.run.selftest import Row, run_selftest
-    from hypotrack.spec import Project, load_library
     from hypotrack.tracking import Tracker
 
     library = load_library(Project(PROJECT))

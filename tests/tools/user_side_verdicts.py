@@ -18,10 +18,10 @@ CASES = "tiebreak_grader:h01,noise_style:h05,near_greedy:h15,hot_learning_rate:h
 
 
 def main() -> None:
+    from hypotrack.definitions import Project, load_library
     from hypotrack.registry import open_registry
     from hypotrack.run import RunOptions, prepare_test, run_prepared
     from hypotrack.run.api import with_more_seeds
-    from hypotrack.spec import Project, load_library
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=2)

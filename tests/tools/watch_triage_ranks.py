@@ -22,7 +22,7 @@ PLANTED = {"lora_not_synced": "h06", "sampling_temperature_not_scored": "h14", "
 
 
 def triage_rank(folder: Path, hypothesis: str) -> dict:
-    from hypotrack.spec import Project, load_library
+    from hypotrack.definitions import Project, load_library
     from hypotrack.triage import triage
 
     library = load_library(Project.locate(Path(__file__).resolve().parents[2]))

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import SHIPPED_HYPOTHESES
 
-from hypotrack.spec import Project, SpecError, load_library
-from hypotrack.spec.models import Hypothesis
-from hypotrack.spec.settings_check import check_setting, coerce_cli_value
-from hypotrack.spec.yamlio import read_yaml
+from hypotrack.definitions import Project, SpecError, load_library
+from hypotrack.definitions.models import Hypothesis
+from hypotrack.definitions.settings_check import check_setting, coerce_cli_value
+from hypotrack.definitions.yamlio import read_yaml
 
 H06 = "hypotheses/h06_lora_weight_sync.yaml"
 H01 = "hypotheses/h01_advantage_scaling_instability.yaml"

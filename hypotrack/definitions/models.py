@@ -128,7 +128,7 @@ class Experiment(_Strict):
     data: DataSpec | None = Field(None, description="Where the prompts come from (not for a command experiment).")
     command: CommandSpec | None = Field(
         None, description="The user's own training command instead of model/data/rewards: hypotrack starts it "
-        "with its diagnostics inside every GRPOTrainer the script creates (spec/command.py).")
+        "with its diagnostics inside every GRPOTrainer the script creates (definitions/command.py).")
     rewards: list[str] = Field(default_factory=list, description="Reward functions as 'pkg.module:func'.")
     reward_weights: list[float] | None = None
     task_reward: str | None = Field(
@@ -379,7 +379,7 @@ class Hypothesis(_Strict):
     criteria: Criteria
     triage: Triage | None = Field(
         None, description="How this bug shows in the metrics a run already logged: signatures over TRL's keys that "
-        "`hypotrack triage` weighs to rank the hypotheses before anything is trained (see spec/triage.py).")
+        "`hypotrack triage` weighs to rank the hypotheses before anything is trained (see definitions/triage.py).")
     resources: Resources = Field(default_factory=Resources)
     expected_readings: list[str] = Field(
         default_factory=list, description="Readings that look like this bug but are expected behaviour (shown by "

@@ -1,4 +1,4 @@
-"""Definitions a hook and triage share, so a live diagnostic and a read log mean the same by one word.
+"""Thresholds a hook and triage share, so a live diagnostic and a read log mean the same by one number.
 
 Plain constants, no imports: the hooks (with torch) and triage (without) both read them.
 """

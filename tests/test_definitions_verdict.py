@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hypotrack.spec.models import Criterion, Hypothesis
+from hypotrack.definitions.models import Criterion, Hypothesis
 from hypotrack.verdict import aggregate_steps, decide, evaluate_criterion
 
 SEEDS = [0, 1, 2]

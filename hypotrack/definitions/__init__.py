@@ -1,6 +1,6 @@
-"""Spec models and the YAML loader (no torch, mlflow or trl imports here).
-
-Names are resolved lazily so that `hypotrack.spec.summary` (the cached path of
+"""The definitions users write: hypotheses and experiments as pydantic models, and the YAML loader that reads
+them with file:line errors (no torch, mlflow or trl imports here).
+Names are resolved lazily so that `hypotrack.definitions.summary` (the cached path of
 the read-only commands) can be imported without pydantic or PyYAML.
 """
 
@@ -19,5 +19,5 @@ __all__ = sorted(_EXPORTS)
 
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
-        raise AttributeError(f"module 'hypotrack.spec' has no attribute {name!r}")
+        raise AttributeError(f"module 'hypotrack.definitions' has no attribute {name!r}")
     return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)

@@ -22,8 +22,8 @@ from .vocabulary import PRIORITY_RANK  # noqa: F401 - the roadmap orders by it
 FORMAT = 2
 
 # Modules whose contents decide whether a file is valid (models, known hooks and metrics).
-_RULE_MODULES = ("spec/models.py", "spec/triage.py", "spec/loader.py", "spec/metrics.py", "spec/settings_check.py",
-                 "spec/grpo_fields.py", "spec/run_settings.py", "spec/vocabulary.py", "hooks/manifest.py",
+_RULE_MODULES = ("definitions/models.py", "definitions/triage.py", "definitions/loader.py", "definitions/metrics.py", "definitions/settings_check.py",
+                 "definitions/grpo_fields.py", "definitions/run_settings.py", "definitions/vocabulary.py", "hooks/manifest.py",
                  "parity/manifest.py", "parity/settings.py", "critic/manifest.py", "critic/settings.py")
 
 
@@ -46,7 +46,7 @@ def _cache_path(project_root: Path) -> Path:
 
 
 def _fingerprint(project_root: Path, extra_files: list[str]) -> list[list]:
-    from hypotrack.library import EXPERIMENTS_DIR, HYPOTHESES_DIR
+    from hypotrack.shipped import EXPERIMENTS_DIR, HYPOTHESES_DIR
 
     package = Path(__file__).resolve().parents[1]
     folders = [project_root / "hypotheses", project_root / "experiments", HYPOTHESES_DIR, EXPERIMENTS_DIR]

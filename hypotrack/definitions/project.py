@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from hypotrack.library import EXPERIMENTS_DIR, HYPOTHESES_DIR
+from hypotrack.shipped import EXPERIMENTS_DIR, HYPOTHESES_DIR
 
 
 @dataclass(frozen=True)
