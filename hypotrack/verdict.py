@@ -35,8 +35,6 @@ series it collected from the workers.
 
 from __future__ import annotations
 
-import math
-import operator
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,9 +43,6 @@ from hypotrack.definitions.models import AnyOf, Criterion, Hypothesis
 from hypotrack.effect import Effect, Series, measure
 from hypotrack.known_failures import explain
 from hypotrack.text import HEADLINE_WIDTH, clip
-
-OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le,
-       "==": operator.eq, "!=": operator.ne}
 
 
 @dataclass
@@ -62,7 +57,7 @@ class CriterionResult:
     def passes_on(self, seed: int) -> bool:
         """Whether this seed's own value passes the criterion."""
         value = self.per_seed.get(seed)
-        return value is not None and _compare(self.criterion, value)
+        return value is not None and self.criterion.holds(value)
 
     def short(self) -> str:
         """The reading in a few words for a headline: metric value op threshold."""
@@ -77,11 +72,10 @@ class CriterionResult:
         if self.value is None:
             hint = f"; {c.if_missing.strip()}" if c.if_missing else ""
             return f"{c.metric} [{c.arm}]: no data ({self.missing}){hint}"
-        name = f"|{c.metric}|" if c.abs else c.metric
-        passing = sum(1 for v in self.per_seed.values() if v is not None and _compare(c, v))
+        passing = sum(1 for v in self.per_seed.values() if v is not None and c.holds(v))
         counted = sum(1 for v in self.per_seed.values() if v is not None)
         mark = "holds" if self.holds else "fails"
-        return (f"{name} [{c.arm}, {c.steps}{'(' + str(c.k) + ')' if c.steps in ('mean_last', 'mean_first') else ''}]"
+        return (f"{c.metric_text()} [{c.arm}, {c.steps_text()}]"
                 f" = {self.value:+.4g} {c.op} {c.threshold:g}: {mark} ({passing}/{counted} seeds, {c.seeds})")
 
     def as_json(self) -> dict[str, Any]:
@@ -122,70 +116,12 @@ class Verdict:
                 "run_ids": run_ids or {}}
 
 
-def aggregate_steps(points: list[tuple[int, float]], how: str, k: int) -> float | None:
-    values = [(s, v) for s, v in sorted(points) if v is not None and math.isfinite(v)]
-    if not values:
-        return None
-    ys = [v for _, v in values]
-    if how == "mean":
-        return statistics.fmean(ys)
-    if how == "mean_last":
-        return statistics.fmean(ys[-k:])
-    if how == "mean_first":
-        return statistics.fmean(ys[:k])
-    if how == "last":
-        return ys[-1]
-    if how == "first":
-        return ys[0]
-    if how == "max":
-        return max(ys)
-    if how == "min":
-        return min(ys)
-    if how in ("slope", "slope_t"):
-        xs = [s for s, _ in values]
-        if len(set(xs)) < 2:
-            return None
-        slope, stderr = line_fit(xs, ys)
-        if how == "slope":
-            return slope
-        # slope_t: the slope in standard errors of its own fit, so "the series climbs" means the same
-        # whatever the metric's units and noise (a 0-1 reward or a 0-10 judge score, 8 steps or 800).
-        if len(set(xs)) < 3:
-            return None  # two points fit exactly: no noise estimate
-        if slope == 0:
-            return 0.0  # a flat series
-        if stderr == 0:
-            return math.copysign(math.inf, slope)  # an exact line: no noise at all
-        return slope / stderr
-    raise ValueError(f"unknown step aggregation {how!r}")
-
-
-def line_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
-    """The least-squares slope of ys on xs and its standard error, as scipy.stats.linregress gives them
-    (stderr = sqrt(residual sum of squares / (n - 2) / sum of squared x deviations); 0 for two points).
-
-    Computed here because importing scipy.stats takes 0.8 s, most of `hypotrack triage`'s budget, and a
-    slope is all triage needs of it."""
-    slope = statistics.linear_regression(xs, ys).slope
-    n = len(xs)
-    if n < 3:
-        return slope, 0.0
-    x_mean, y_mean = statistics.fmean(xs), statistics.fmean(ys)
-    sxx = math.fsum((x - x_mean) ** 2 for x in xs)
-    residual = math.fsum((y - y_mean - slope * (x - x_mean)) ** 2 for x, y in zip(xs, ys))
-    return slope, math.sqrt(residual / (n - 2) / sxx)
-
-
-def _compare(c: Criterion, value: float) -> bool:
-    return bool(OPS[c.op](abs(value) if c.abs else value, c.threshold))
-
-
 def _seed_value(series: Series, c: Criterion, seed: int) -> tuple[float | None, str]:
     def arm_value(arm: str) -> tuple[float | None, str]:
         points = series.get(arm, {}).get(seed, {}).get(c.metric)
         if not points:
             return None, f"{c.metric} not logged in {arm} seed {seed}"
-        return aggregate_steps(points, c.steps, c.k), ""
+        return c.aggregate(points), ""
 
     if c.arm == "delta":
         treated, why_t = arm_value("treatment")
@@ -207,8 +143,8 @@ def evaluate_criterion(group: str, c: Criterion, series: Series, seeds: list[int
     present = [v for v in per_seed.values() if v is not None]
     if not present:
         return CriterionResult(group, c, per_seed, None, False, "; ".join(missing[:2]))
-    passing = [v for v in present if _compare(c, v)]
-    mean_value = statistics.fmean(abs(v) for v in present) if c.abs else statistics.fmean(present)
+    passing = [v for v in present if c.holds(v)]
+    mean_value = statistics.fmean(c.compared(v) for v in present)
     if c.seeds == "all":
         holds = len(passing) == len(seeds)
     elif c.seeds == "majority":
@@ -216,7 +152,7 @@ def evaluate_criterion(group: str, c: Criterion, series: Series, seeds: list[int
     elif c.seeds == "any":
         holds = bool(passing)
     else:  # mean
-        holds = bool(OPS[c.op](mean_value, c.threshold))
+        holds = c.holds(mean_value)  # with abs, the absolute values' mean (abs leaves it as it is)
     return CriterionResult(group, c, per_seed, mean_value, holds, "; ".join(missing[:2]))
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hypotrack.definitions.models import Criterion, Hypothesis
-from hypotrack.verdict import aggregate_steps, decide, evaluate_criterion
+from hypotrack.reading import aggregate_steps
+from hypotrack.verdict import decide, evaluate_criterion
 
 SEEDS = [0, 1, 2]
 
@@ -77,7 +78,7 @@ def test_the_line_fit_gives_scipys_slope_and_standard_error():
 
     from scipy.stats import linregress
 
-    from hypotrack.verdict import line_fit
+    from hypotrack.reading import line_fit
 
     def exact(xs, ys):
         X, Y = [Fraction(x) for x in xs], [Fraction(y) for y in ys]

@@ -21,7 +21,10 @@ from pydantic import (
     model_validator,
 )
 
+from hypotrack.reading import STEP_AGGREGATIONS
+
 from .command import CommandSpec
+from .reading import MetricReading, Operator, reading_steps, reading_window
 from .run_settings import RUN_SETTINGS, VALUE_BOUNDS, RunSetting, command_line
 from .triage import Triage
 from .unread import GIVEN, read_only_when
@@ -274,26 +277,22 @@ Overrides = create_model(
 )
 
 
-class Criterion(_Strict):
+# A criterion compares arms, not a run with its own start: every step aggregation but growth.
+CRITERION_STEPS = tuple(name for name in STEP_AGGREGATIONS if name != "growth")
+
+
+class Criterion(MetricReading):
     """A declarative test on one metric: aggregate over steps, then over seeds, then compare."""
 
-    metric: str
+    steps: reading_steps(CRITERION_STEPS) = "mean_last"  # type: ignore[valid-type]
+    k: reading_window(CRITERION_STEPS) = 10  # type: ignore[valid-type]
+    op: Operator = ">="
     arm: Literal["control", "treatment", "delta"] = Field(
         "delta", description="'delta' is treatment minus control, paired by seed."
     )
-    steps: Literal["mean", "mean_last", "mean_first", "last", "first", "max", "min", "slope", "slope_t"] = Field(
-        "mean_last", description="How the logged steps become one number: mean, mean_last / mean_first (the "
-        "last / first k steps), last, first, max, min, slope (per step, by least squares, in the metric's "
-        "units) or slope_t (that slope over its standard error: unitless, above about 3 the series really "
-        "climbs, below about -3 it really falls).")
-    k: int = Field(10, ge=1, description="Window for mean_last / mean_first.",
-                   json_schema_extra=read_only_when(steps=("mean_last", "mean_first")))
     seeds: Literal["all", "majority", "any", "mean"] = Field(
         "majority", description="all/majority/any: the comparison per seed; mean: compare the mean over seeds."
     )
-    abs: bool = Field(False, description="Compare the absolute value.")
-    op: Literal[">", ">=", "<", "<=", "==", "!="] = ">="
-    threshold: float
     why: str = Field("", description="What it means when this holds (shown with the evidence).")
     if_missing: str = Field("", description="What to do when the run cannot produce this metric (shown then).")
 

@@ -38,7 +38,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 from .metrics import TRL_METRICS
-from .unread import read_only_when
+from .reading import MetricReading
 
 # What triage derives from TRL's keys, by role (hypotrack/triage/derived.py computes each). "Run" metrics
 # are one number for the whole run (any step aggregation returns it).
@@ -103,34 +103,20 @@ def triage_metric_names() -> list[str]:
     return [*TRL_METRICS, *DERIVED_METRICS, *hooks]
 
 
-# The verdict's step aggregations, plus growth: a run has no control arm to compare with, so its own
-# start is the reference.
-STEP_AGGREGATIONS = ("mean", "mean_last", "mean_first", "last", "first", "max", "min", "slope", "slope_t",
-                     "growth")
-OPERATORS = (">", ">=", "<", "<=", "==", "!=")
-
-
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True, allow_inf_nan=False)  # as the hypotheses' models
 
 
-class Condition(_Strict):
-    """One metric of the run, aggregated over its logged steps and compared with a threshold."""
+class Condition(MetricReading):
+    """One metric of the run, aggregated over its logged steps and compared with a threshold.
+
+    Every step aggregation, growth included (a run has no control arm to compare with, so its own start is
+    the reference); `op` is always written."""
 
     metric: str = Field(description="A metric of the run under hypotrack's triage name: TRL's key names "
                         "(reward, frac_reward_zero_std, completions/clipped_ratio, ...) and the reward "
                         "functions by role (task_reward/mean, aux_reward/spread_ratio, ...); "
                         "`hypotrack validate --metrics` lists them.")
-    steps: Literal[STEP_AGGREGATIONS] = Field(  # type: ignore[valid-type]
-        "mean", description="How the logged steps become one number: mean, mean_last / mean_first (the last / "
-        "first k logged steps), last, first, max, min, slope (per step, by least squares), slope_t (the slope over "
-        "its standard error), or growth (the mean of the last k logged steps over the mean of the first k; k "
-        "shrinks to half the steps on a short run).")
-    k: int = Field(10, ge=1, description="Window for mean_last / mean_first / growth, in logged steps.",
-                   json_schema_extra=read_only_when(steps=("mean_last", "mean_first", "growth")))
-    abs: bool = Field(False, description="Compare the absolute value.")
-    op: Literal[OPERATORS] = Field(description="How the number compares with the threshold.")  # type: ignore[valid-type]
-    threshold: float
 
     @field_validator("metric")
     @classmethod

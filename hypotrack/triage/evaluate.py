@@ -8,35 +8,18 @@ A suspect is a hypothesis whose evidence reaches SUSPECT_THRESHOLD: the clean to
 
 from __future__ import annotations
 
-import math
-import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
 from hypotrack.definitions.triage import AllOf, Condition, conditions_of
 from hypotrack.definitions.vocabulary import PRIORITY_RANK, REQUIREMENTS
-from hypotrack.verdict import OPS, aggregate_steps
 
 from .expected import Requirement
-from .runlog import Points, RunLog
+from .runlog import RunLog
 
 # Evidence at or above this makes a hypothesis a suspect: one signature that points at the cause (weight
 # 0.5 or more), or two weaker ones together.
 SUSPECT_THRESHOLD = 0.5
-
-
-def aggregate(points: Points, how: str, k: int) -> float | None:
-    """One number from a metric's logged steps (the verdict's aggregations, plus growth)."""
-    values = [v for _, v in points if math.isfinite(v)]
-    if not values:
-        return None
-    if how == "growth":
-        if len(values) < 2:
-            return None
-        k = min(k, len(values) // 2)
-        first, last = statistics.fmean(values[:k]), statistics.fmean(values[-k:])
-        return last / first if first > 0 else None
-    return aggregate_steps(points, how, k)
 
 
 @dataclass
@@ -46,19 +29,14 @@ class Reading:
 
     @property
     def holds(self) -> bool | None:
-        if self.value is None:
-            return None
-        c = self.condition
-        return bool(OPS[c.op](abs(self.value) if c.abs else self.value, c.threshold))
+        return None if self.value is None else self.condition.holds(self.value)
 
     def describe(self) -> str:
         c = self.condition
-        name = f"|{c.metric}|" if c.abs else c.metric
-        how = f"{c.steps}({c.k})" if c.steps in ("mean_last", "mean_first", "growth") else c.steps
+        name, how = c.metric_text(), c.steps_text()
         if self.value is None:
             return f"{name} [{how}]: not logged"
-        value = abs(self.value) if c.abs else self.value
-        return f"{name} [{how}] = {value:.4g} {c.op} {c.threshold:g}"
+        return f"{name} [{how}] = {c.compared(self.value):.4g} {c.op} {c.threshold:g}"
 
     def as_json(self) -> dict[str, Any]:
         c = self.condition
@@ -148,7 +126,7 @@ class Ranked:
 
 
 def evaluate_signature(log: RunLog, signature) -> SignatureResult:
-    readings = [Reading(c, aggregate(log.series.get(c.metric, []), c.steps, c.k)) for c in conditions_of(signature)]
+    readings = [Reading(c, c.aggregate(log.series.get(c.metric, []))) for c in conditions_of(signature)]
     return SignatureResult(signature.shows, signature.direction, signature.weight, readings, signature.if_missing)
 
 
@@ -174,4 +152,4 @@ def rank(log: RunLog, hypotheses: dict, requirements: dict[str, Requirement]) ->
     return ranked, unranked
 
 
-__all__ = ["AllOf", "Ranked", "Reading", "SUSPECT_THRESHOLD", "SignatureResult", "aggregate", "rank"]
+__all__ = ["AllOf", "Ranked", "Reading", "SUSPECT_THRESHOLD", "SignatureResult", "rank"]

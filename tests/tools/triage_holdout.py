@@ -38,7 +38,7 @@ class Triaged:
 def _shows_fault(report, expected: str | None, log) -> bool:
     if expected != "h17":
         return True
-    from hypotrack.triage.evaluate import aggregate
+    from hypotrack.reading import aggregate_steps as aggregate
 
     climb = aggregate(log.series.get("aux_reward/mean", []), "slope_t", 10)
     task = aggregate(log.series.get("task_reward/mean", []), "growth", 10)
