@@ -122,7 +122,7 @@ def treatments_page() -> str:
            "(`hypotrack/treatments/<name>.py`) when this page was built. Each is a `hypotrack run` flag and a key of a "
            "hypothesis's `treatment:`; a command experiment takes it without a flag of its script's.", ""]
     for name, cls in TREATMENT_CLASSES.items():
-        out += [f"## `--{name.replace('_', '-')}`", "", f"Fixes [{cls.fixes}](hypotheses.md#{cls.fixes}); touches "
+        out += [f"## `{name}`", "", f"`--{name.replace('_', '-')}` on `hypotrack run`, `{name}: true` in a treatment. Fixes [{cls.fixes}](hypotheses.md#{cls.fixes}); touches "
                 f"{', '.join(cls.seams)}.", "", " ".join(cls.help.split()), "", *settings_table(cls)]
     return "\n".join(out) + "\n"
 

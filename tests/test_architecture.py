@@ -21,7 +21,7 @@ def test_import_contracts_hold():
 
 
 def test_every_event_kind_has_a_runner_handler():
-    from hypotrack.run.workers import HANDLERS
+    from hypotrack.run.launching.workers import HANDLERS
 
     assert set(HANDLERS) == set(Event)
 
@@ -57,3 +57,46 @@ def test_an_unknown_event_is_refused_on_both_sides():
         EventWriter(io.StringIO()).emit("warning", message="a bare string is not an event")
     assert parse_event('{"event": "telepathy"}') is None
     assert parse_event('{"event": "warning", "message": "x"}')["event"] is Event.WARNING
+
+
+def _import_circles(prefix: str) -> list[list[str]]:
+    """Groups of modules under ``prefix`` that import each other in a circle (strongly connected components of
+    grimp's import graph, imports inside functions included)."""
+    import grimp
+
+    graph = grimp.build_graph("hypotrack")
+    modules = sorted(m for m in graph.modules if m.startswith(prefix))
+    edges = {m: [d for d in graph.find_modules_directly_imported_by(m) if d in modules] for m in modules}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's algorithm
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in edges[module]:
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for module in modules:
+        if module not in index:
+            visit(module)
+    return circles
+
+
+def test_the_runner_has_no_import_circle():
+    """run/ is three rooms (planning, launching, recording) and the test's life that walks through them."""
+    assert _import_circles("hypotrack.run.") == []

@@ -234,7 +234,7 @@ def test_a_registry_from_a_newer_hypotrack_is_named_as_such(tmp_path: Path, proj
 
 
 def test_repeated_seeds_count_once(tmp_path: Path) -> None:
-    from hypotrack.run.seed_check import without_repeats
+    from hypotrack.run.recording.seed_check import without_repeats
 
     first = {"reward": [(1, 0.25)], "entropy": [(1, 0.8131)], "loss": [(1, 0.0)], "reward_std": [(1, 0.31)],
              "step_time": [(1, 0.061)]}

@@ -33,7 +33,7 @@ def test_forked_and_spawned_workers_train_the_same_run(tmp_path: Path, toy_cache
 
 
 def test_the_switch_and_the_cuda_rule(monkeypatch) -> None:
-    from hypotrack.run import forkserver
+    from hypotrack.run.launching import forkserver
 
     monkeypatch.setenv(forkserver.FORKSERVER_ENV, "0")
     assert not forkserver.enabled()

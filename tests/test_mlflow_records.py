@@ -16,8 +16,10 @@ import pytest
 from hypotrack.definitions.models import Hypothesis
 from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
-from hypotrack.run.mlflow_ui import view_key
-from hypotrack.run.records import (
+from hypotrack.run.arms import ArmState
+from hypotrack.run.recording.ending import end_runs
+from hypotrack.run.recording.mlflow_ui import view_key
+from hypotrack.run.recording.records import (
     arm_description,
     compared_metrics,
     dataset_source,
@@ -29,7 +31,6 @@ from hypotrack.run.records import (
     parent_description,
     spec_changes,
 )
-from hypotrack.run.workers import ArmState
 from hypotrack.tracking import MODEL_TRAINING, Tracker
 from hypotrack.verdict import Verdict, not_applicable
 
@@ -170,6 +171,7 @@ def test_a_test_is_one_view_of_its_arms_and_every_run_shows_the_verdict(tracker:
                        for _, _, c in hypothesis().criteria.all_criteria()]
     assert compared_metrics(verdict) == {"outcome": ["reward", "task_reward"], "signature": ["diag/lora_sync/logp_gap_max"]}
     log_outcome(tracker, parent, arms, verdict, tmp_path / "out")
+    end_runs(tracker, arms, parent, "finished")  # as the test's lifecycle ends them, in its finally
     for arm in arms:  # the verdict on every run, and each arm's own start and end
         run = tracker.client.get_run(arm.run_id)
         assert run.data.tags[Tags.VERDICT] == "invalidated"

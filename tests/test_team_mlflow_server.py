@@ -26,7 +26,7 @@ RUN = ["run", "h06", "--no-peft", "--seeds", "2", "--max-steps", "3", "--batch-s
 def mlflow_server(tmp_path_factory) -> tuple[str, Path]:
     """(URL, server folder) of an MLflow tracking server serving artifacts through itself."""
     from hypotrack.errors import HypotrackError
-    from hypotrack.run.mlflow_ui import stop_group, wait_until_answers
+    from hypotrack.run.recording.mlflow_ui import stop_group, wait_until_answers
 
     root = tmp_path_factory.mktemp("mlflow-server")
     port = free_port()

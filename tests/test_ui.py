@@ -107,7 +107,7 @@ def test_ui_lists_each_hypothesis_experiment_with_its_latest_verdict(tmp_path: P
 
 def test_experiment_picks_by_hypothesis_name_or_id() -> None:
     from hypotrack.errors import HypotrackError
-    from hypotrack.run.mlflow_ui import Listed, pick
+    from hypotrack.run.recording.mlflow_ui import Listed, pick
 
     listed = [Listed("1", "hypotrack/h06", "t1", "invalidated: x"), Listed("2", "hypotrack/h13")]
     assert pick(listed, "h06") == pick(listed, "hypotrack/h06") == pick(listed, "1") == listed[:1]

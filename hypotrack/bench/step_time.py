@@ -69,7 +69,7 @@ def _rss_bytes() -> int:
 def _spec(experiment: str, steps: int, hooks: list[str], out: Path):
     from hypotrack.definitions import Project, load_library
     from hypotrack.definitions.models import Overrides
-    from hypotrack.run.plan import resolve_arms
+    from hypotrack.run.planning.plan import resolve_arms
 
     library = load_library(Project.locate())
     library.raise_if_problems()

@@ -28,7 +28,7 @@ class Context:
                     click.echo(f"note: test run {run.id} of {run.hypothesis_id} (pid {run.pid}) had died; "
                                f"marked killed, {run.hypothesis_id} is back to {run.previous_status}", err=True)
                 if any(run.mlflow_parent_run_id for run in dead):
-                    from hypotrack.run.close_runs import spawn_detached
+                    from hypotrack.run.recording.close_runs import spawn_detached
 
                     spawn_detached(self._registry.url)  # ends their MLflow runs as KILLED, in the background
         return self._registry
@@ -52,19 +52,21 @@ class Context:
             self._summaries = load_summaries(Project.locate(self.project_root).root)
         return self._summaries
 
+    def hypotheses(self):  # hypotrack.investigation.Hypotheses
+        """The summaries and the project they come from: what the investigation's records read."""
+        from hypotrack.definitions.project import Project
+        from hypotrack.investigation import Hypotheses
+
+        return Hypotheses(Project.locate(self.project_root), self.summaries())
+
     def check_id(self, hypothesis_id: str) -> None:
-        known = self.summaries()
-        if hypothesis_id not in known:
-            from hypotrack.definitions.project import Project
+        """A usage error (the ID argument's) unless the project has this hypothesis."""
+        from hypotrack.investigation import UnknownHypothesis
 
-            where = Project.locate(self.project_root).hypotheses_dir
-            raise click.BadParameter(f"no hypothesis {hypothesis_id!r} in {where} "
-                                     f"(known: {', '.join(sorted(known)) or 'none'})", param_hint="ID")
-
-    def hypothesis(self, hypothesis_id: str):
-        """The full, validated definition (show, run)."""
-        self.check_id(hypothesis_id)
-        return self.library().hypotheses[hypothesis_id]
+        try:
+            self.hypotheses().check(hypothesis_id)
+        except UnknownHypothesis as exc:
+            raise click.BadParameter(str(exc), param_hint="ID") from None
 
 
 pass_ctx = click.make_pass_decorator(Context)

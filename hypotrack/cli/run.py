@@ -17,7 +17,7 @@ import click
 
 from hypotrack.cli.context import Context, console, pass_ctx
 from hypotrack.definitions.run_settings import RUN_SETTINGS, RunSetting
-from hypotrack.run.launchers import LAUNCHERS, LaunchOptions
+from hypotrack.run.launching.base import LAUNCHERS, LaunchOptions
 
 
 class BoundedNumber(click.ParamType):
@@ -167,8 +167,8 @@ def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | s
         plan = with_more_seeds(plan, ctx.registry(), more_seeds)
     launch = LaunchOptions(launcher, processes, ray_address)
     if dry_run:
-        from hypotrack.run.launchers import check
-        from hypotrack.run.preflight import preflight
+        from hypotrack.run.launching.launchers import check
+        from hypotrack.run.planning.preflight import preflight
 
         preflight(plan.specs)  # a dry run finds the same missing model, dataset, import or launcher a run would
         check(launch)
@@ -213,7 +213,7 @@ def _print_plan(plan) -> None:
         body = spec.model_dump(exclude={"test_id", "output_dir", "threads", "seed"})
         out.print(f"\n[bold]{spec.arm}[/] seeds {seeds}")
         if spec.command:  # what the arm runs, as a shell would take it; the script holds the rest of its setup
-            from hypotrack.run.command_plan import CommandLine
+            from hypotrack.run.planning.command_plan import CommandLine
 
             line = CommandLine(spec.command, spec.command_env).shown()
             out.print(f"  seed {spec.seed}, in {escape(spec.command_cwd)}:\n  {escape(line)}", soft_wrap=True)

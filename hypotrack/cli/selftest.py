@@ -58,7 +58,7 @@ def selftest(ctx: Context, faults: str | None, hypothesis_ids: str | None, seeds
         raise click.UsageError("--compact chooses each row's steps; leave out --max-steps, or leave out --compact")
     from hypotrack.faults.manifest import FAULTS, NEEDS_VLLM, NOT_SHOWN_ON_TOY
     from hypotrack.registry import open_registry
-    from hypotrack.run.launchers import default_parallel
+    from hypotrack.run.launching.launchers import default_parallel
     from hypotrack.run.selftest import CLEAN, fault_rows, run_selftest
     from hypotrack.tracking import Tracker
 

@@ -27,6 +27,6 @@ def ui(tracking_uri: str | None, port: int, experiment: str | None, no_wait: boo
         hypotrack ui --port 5001
         hypotrack ui --experiment h06
     """
-    from hypotrack.run.mlflow_ui import serve
+    from hypotrack.run.recording.mlflow_ui import serve
 
     serve(tracking_uri, port, wait=not no_wait, experiment=experiment)

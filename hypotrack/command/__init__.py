@@ -5,8 +5,8 @@
                               sitecustomize of the user's own
 - inject.py                   watches every GRPOTrainer the script creates and streams the arm's events
 
-The runner side (the command lines, starting the process) is hypotrack/run/command_plan.py and
-hypotrack/run/command_launch.py.
+The runner side (the command lines, starting the process) is hypotrack/run/planning/command_plan.py and
+hypotrack/run/launching/command_launch.py.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from sqlalchemy import func, select
 from sqlalchemy.exc import DBAPIError
 
-from ..spec.vocabulary import RUN_STATES, STATUSES
+from ..definitions.vocabulary import RUN_STATES, STATUSES
 from .engine import Registry, RegistryError, reason, sqlite_path
 from .models import HypothesisState, Note, RecordedTest, StatusChange, utcnow
 from .processes import hostname, process_start

@@ -87,7 +87,7 @@ test_run = Table(
     Column("mlflow_closed", Integer, nullable=False, default=0),  # 1 once its MLflow runs were ended
     Column("effect", JSON, nullable=True),  # the treatment effect: per-seed differences, interval, class
     Column("headline", UserText, nullable=True),  # the verdict in one line, for tables
-    # The arms apart from the seed (run/plan.py pool_key): tests with the same key pool their seeds.
+    # The arms apart from the seed (run/planning/plan.py pool_key): tests with the same key pool their seeds.
     Column("pool_key", String(64), nullable=True, index=True),
     # What the verdict read, arm -> seed -> metric -> [[step, value]], so a later test can pool these seeds.
     Column("series", JSON, nullable=True),

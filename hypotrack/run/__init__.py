@@ -1,18 +1,14 @@
-"""The runner side of a `hypotrack run`: plan the arms, start the workers, record everything, decide.
+"""The runner side of a `hypotrack run`: plan the arms, launch the workers, record everything, decide.
 
-- api.py         what a notebook (or the CLI) calls: `prepare_test`, then `run_prepared`; `with_more_seeds`
-                 and `run_until_decided` for seeds that add up
-- pooling.py     a test decides over its own seeds and those of earlier tests of the same arms
-- plan.py        arms x seeds from an experiment, a hypothesis and the run settings
-- preflight.py   a missing model, dataset or import path fails before anything is recorded;
-                 data_check.py: the columns and sizes the experiment names, read from the data
-- lifecycle.py   one test from start to verdict, with interrupts handled
-- workers.py     worker scheduling and the handler of each worker event
-- launchers.py   how a worker starts (python, accelerate; ray_launch.py: Ray tasks, local or a cluster)
-- records.py     what goes to MLflow besides the metrics; plots.py the reward curves
-- signals.py     Ctrl-C and SIGTERM as a flag the loop checks
-- selftest.py    planted faults x hypotheses, sharing arms between cells
-- close_runs.py  ends the MLflow runs of a runner that died;  mlflow_ui.py  `hypotrack ui`
+Three rooms, and the test's life that walks through them:
+- planning/    what a test will train, checked before anything is recorded
+- launching/   each arm's worker started, watched and stopped; its events turned into arm state
+- recording/   what a test leaves in MLflow, and what it reads back from the registry
+- arms.py      an arm x seed as the three rooms share it (ArmState)
+- lifecycle.py one test from start to verdict, with interrupts handled; the only caller that ends its runs
+- api.py       what a notebook (or the CLI) calls: `prepare_test`, then `run_prepared`; `with_more_seeds`
+               and `run_until_decided` for seeds that add up
+- selftest.py  planted faults x hypotheses, sharing arms between cells, recorded the way lifecycle records a test
 
 The runner is the only MLflow client of a test (hypotrack.tracking); workers never are.
 """

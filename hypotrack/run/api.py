@@ -12,7 +12,7 @@
 `settings` takes the names of RUN_SETTINGS (definitions/run_settings.py) plus `set` (any GRPOConfig field
 or lora.<field>); bad values raise HypotrackError or SpecError before anything is recorded.
 
-Seeds add up across tests of the same arms (run/pooling.py): `with_more_seeds(plan, registry, 3)` trains
+Seeds add up across tests of the same arms (run/recording/pooling.py): `with_more_seeds(plan, registry, 3)` trains
 only the next three unused seeds, and `run_until_decided(plan, registry, max_seeds=8)` adds one seed at
 a time until the treatment effect is decided (the sequential rule of hypotrack/effect.py).
 """
@@ -28,9 +28,9 @@ from hypotrack.definitions.loader import Library, load_experiment, resolve_exper
 from hypotrack.definitions.models import Hypothesis, Overrides
 from hypotrack.errors import HypotrackError
 from hypotrack.protocol import ArmSpec
+from hypotrack.run.arms import Display
 from hypotrack.run.lifecycle import RunOptions, RunOutcome, run_test
-from hypotrack.run.plan import config_hash, control_spec, pool_key, resolve_arms, unmet_requirements
-from hypotrack.run.workers import Display
+from hypotrack.run.planning.plan import config_hash, control_spec, pool_key, resolve_arms, unmet_requirements
 
 if TYPE_CHECKING:
     from hypotrack.registry import Registry
@@ -131,14 +131,14 @@ def _earlier(plan: PreparedTest, registry: Registry) -> list:
 
 def pooled_seeds(plan: PreparedTest, registry: Registry) -> list[int]:
     """Seeds earlier finished tests of these arms already trained."""
-    from hypotrack.run.pooling import used_seeds
+    from hypotrack.run.recording.pooling import used_seeds
 
     return used_seeds(_earlier(plan, registry))
 
 
 def with_more_seeds(plan: PreparedTest, registry: Registry, count: int) -> PreparedTest:
     """The plan on the ``count`` lowest seeds no earlier test of these arms used (`--more-seeds`)."""
-    from hypotrack.run.pooling import unused_seeds
+    from hypotrack.run.recording.pooling import unused_seeds
 
     return plan.reseeded(unused_seeds(_earlier(plan, registry), count))
 

@@ -4,7 +4,7 @@ Order of operations matters for reliability:
 1. resolve every arm's config and check the inputs (nothing is recorded if they are bad);
 2. record the test run (the hypothesis goes to `testing`) and create the MLflow runs;
 3. run the workers; Ctrl-C/SIGTERM stops them and ends everything as killed;
-4. evaluate the criteria over this test's seeds and those of earlier tests of the same arms (run/pooling.py),
+4. evaluate the criteria over this test's seeds and those of earlier tests of the same arms (run/recording/pooling.py),
    then write the verdict to MLflow and the registry.
 Whatever happens after step 2, a `finally` ends the MLflow runs and the test run.
 """
@@ -22,20 +22,19 @@ from hypotrack.definitions.models import Hypothesis
 from hypotrack.definitions.vocabulary import ARMS
 from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
-from hypotrack.run import launchers, signals
-from hypotrack.run.plan import config_hash, pool_key, unmet_requirements
-from hypotrack.run.pooling import kept_series, pool
-from hypotrack.run.preflight import check_output_dir, preflight
-from hypotrack.run.records import log_outcome, log_plan
-from hypotrack.run.seed_check import without_repeats
-from hypotrack.run.workers import ArmState, Display, run_workers, series_by_arm, stop_all
+from hypotrack.run.arms import ArmState, Display, series_by_arm
+from hypotrack.run.launching import base, launchers, signals
+from hypotrack.run.launching.workers import run_workers, stop_all
+from hypotrack.run.planning.plan import config_hash, pool_key, unmet_requirements
+from hypotrack.run.planning.preflight import check_output_dir, preflight
+from hypotrack.run.recording.ending import end_runs
+from hypotrack.run.recording.pooling import kept_series, pool
+from hypotrack.run.recording.records import log_outcome, log_plan
+from hypotrack.run.recording.seed_check import without_repeats
 
 if TYPE_CHECKING:
     from hypotrack.registry import Registry
 from hypotrack.verdict import Verdict, decide, not_applicable, pooled
-
-# How an arm's or a test's state reads as an MLflow run status.
-MLFLOW_STATUS = {"finished": "FINISHED", "killed": "KILLED"}
 
 
 @dataclass
@@ -52,8 +51,8 @@ class RunOptions:
     max_seeds: int | None = None
 
     @property
-    def launch(self) -> launchers.LaunchOptions:
-        return launchers.LaunchOptions(self.launcher, self.processes, self.ray_address)
+    def launch(self) -> base.LaunchOptions:
+        return base.LaunchOptions(self.launcher, self.processes, self.ray_address)
 
 
 @dataclass
@@ -153,23 +152,24 @@ def run_test(
         raise
     finally:
         signals.ignore()  # bookkeeping must complete even if the user presses Ctrl-C again
-        for arm in arms:
-            if arm.run_id:
-                arm_status = MLFLOW_STATUS.get(arm.status, "FAILED")
-                if state == "killed" and arm.status != "finished":
-                    arm_status = "KILLED"
-                tracker.end(arm.run_id, arm_status)
-        if parent_id:
-            tracker.end(parent_id, MLFLOW_STATUS.get(state, "FAILED"))
-        run_ids = {arm.spec.key: arm.run_id for arm in arms}
-        if verdict is not None and state in ("finished", "failed"):
-            store.finish_test_run(registry, test.id, state=state, verdict=verdict.status,
-                                  confidence=verdict.confidence, summary=verdict.summary,
-                                  evidence=verdict.evidence(run_ids), error=error,
-                                  effect=verdict.effect.as_json() if verdict.effect else None,
-                                  headline=verdict.headline, pool_key=key,
-                                  series=kept if state == "finished" else None)
-        else:
-            store.finish_test_run(registry, test.id, state=state, error=error)
+        end_runs(tracker, arms, parent_id, state)
+        finish_test(registry, test.id, state, verdict, error, {arm.spec.key: arm.run_id for arm in arms},
+                    pool_key=key, series=kept if state == "finished" else None)
         signals.restore(previous_handlers)
     return RunOutcome(test.id, state, verdict, arms, parent_id, tracker.uri, time.time() - started, out_root)
+
+
+def finish_test(registry: Registry, test_id: str, state: str, verdict: Verdict | None, error: str | None = None,
+                run_ids: dict[str, str] | None = None, pool_key: str | None = None, series: Any = None,
+                summary_prefix: str = "") -> None:
+    """Record how a test ended in the registry: its state, and its verdict where one was decided (a killed test
+    records none). The hypothesis leaves `testing` here, whatever happened."""
+    from hypotrack.registry import store
+
+    if verdict is None or state not in ("finished", "failed"):
+        store.finish_test_run(registry, test_id, state=state, error=error)
+        return
+    store.finish_test_run(registry, test_id, state=state, verdict=verdict.status, confidence=verdict.confidence,
+                          summary=summary_prefix + verdict.summary, evidence=verdict.evidence(run_ids or {}),
+                          error=error, effect=verdict.effect.as_json() if verdict.effect else None,
+                          headline=verdict.headline, pool_key=pool_key, series=series)

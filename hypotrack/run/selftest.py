@@ -28,9 +28,12 @@ from hypotrack.definitions.models import Overrides
 from hypotrack.faults.manifest import FAULTS, SIGNATURE_STEPS
 from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
-from hypotrack.run.plan import resolve_arms, unmet_requirements
-from hypotrack.run.preflight import preflight
-from hypotrack.run.workers import ArmState, run_workers, series_by_arm
+from hypotrack.run.arms import ArmState, series_by_arm
+from hypotrack.run.launching.workers import run_workers
+from hypotrack.run.lifecycle import finish_test
+from hypotrack.run.planning.plan import resolve_arms, unmet_requirements
+from hypotrack.run.planning.preflight import preflight
+from hypotrack.run.recording.ending import end_runs
 from hypotrack.verdict import Verdict, decide, not_applicable
 
 if TYPE_CHECKING:
@@ -164,18 +167,18 @@ def run_selftest(library: Library, registry: Registry, tracker: Tracker, out_dir
                 name = f"run{len(unique):03d}"
                 unique[key] = ArmState(spec=spec.model_copy(update={"output_dir": str(out_dir / name), "threads": 1}),
                                        dir=out_dir / name)
-    preflight([state.spec for state in unique.values()])
+    preflight([arm.spec for arm in unique.values()])
     experiment_id = tracker.experiment_id("hypotrack/selftest")
     parent = tracker.create_run(experiment_id, f"selftest {time.strftime('%Y-%m-%d %H:%M')}",
                                 {Tags.KIND: "selftest"})
-    for state in unique.values():
-        spec = state.spec
+    for arm in unique.values():
+        spec = arm.spec
         plant = ",".join(spec.plant) or CLEAN
-        state.run_id = tracker.create_run(experiment_id, f"{spec.experiment_name} {plant} {spec.arm}",
+        arm.run_id = tracker.create_run(experiment_id, f"{spec.experiment_name} {plant} {spec.arm}",
                                           {Tags.KIND: "arm", Tags.PLANT: plant, Tags.ARM: spec.arm,
                                            Tags.SEED: str(spec.seed)}, parent)
     arms = list(unique.values())
-    status = "FAILED"
+    state = "failed"
     try:
         run_workers(arms, "python", parallel, tracker, display)
         verdicts: dict[tuple[str, str], Verdict] = {}
@@ -192,28 +195,28 @@ def run_selftest(library: Library, registry: Registry, tracker: Tracker, out_dir
             else:
                 verdict = decide(hypothesis, series_by_arm(cell_arms), seeds, failed, trainer=specs[0].trainer)
             verdicts[(row, hyp_id)] = verdict
+            # each cell is recorded as a test of its hypothesis, the way `hypotrack run` records one
             test = store.start_test_run(registry, hyp_id, experiment=specs[0].experiment_name if specs else "-",
                                         arms=sorted({s.arm for s in specs}), seeds=seeds,
                                         config_hash=row, flags={"row": row})
-            store.finish_test_run(registry, test.id, state="failed" if failed else "finished", verdict=verdict.status,
-                                  confidence=verdict.confidence, summary=f"[{row}] {verdict.summary}",
-                                  evidence=verdict.evidence())
-        status = "FINISHED"
-    finally:
-        for state in arms:
-            tracker.end(state.run_id, "FINISHED" if state.status == "finished" else
-                        ("KILLED" if state.status in ("queued", "killed") else "FAILED"))
-    expected = {row.name: row.expected for row in rows if row.expected}
-    from hypotrack.triage.calibration import selftest_runs, triage_accuracy
+            finish_test(registry, test.id, "failed" if failed else "finished", verdict, summary_prefix=f"[{row}] ")
+        expected = {row.name: row.expected for row in rows if row.expected}
+        from hypotrack.triage.calibration import selftest_runs, triage_accuracy
 
-    # Triage on the same control arms' plain TRL keys: does the run's own log already point at its fault?
-    triaged = triage_accuracy(selftest_runs(rows, cells, lambda spec: unique[_unique_key(spec)].series), expected,
-                              library.hypotheses)
-    result = SelftestResult([row.name for row in rows], hypotheses, verdicts, time.time() - started, len(unique),
-                            sum(a.status != "finished" for a in arms), out_dir, expected, triage=triaged)
-    tracker.log_dict(parent, result.as_json(), "selftest.json")
-    tracker.log_text(parent, render_markdown(result), "selftest.md")
-    tracker.end(parent, status)
+        # Triage on the same control arms' plain TRL keys: does the run's own log already point at its fault?
+        triaged = triage_accuracy(selftest_runs(rows, cells, lambda spec: unique[_unique_key(spec)].series),
+                                  expected, library.hypotheses)
+        result = SelftestResult([row.name for row in rows], hypotheses, verdicts, time.time() - started,
+                                len(unique), sum(a.status != "finished" for a in arms), out_dir, expected,
+                                triage=triaged)
+        tracker.log_dict(parent, result.as_json(), "selftest.json")
+        tracker.log_text(parent, render_markdown(result), "selftest.md")
+        state = "finished"
+    except KeyboardInterrupt:
+        state = "killed"
+        raise
+    finally:
+        end_runs(tracker, arms, parent, state)
     return result
 
 

@@ -1,4 +1,4 @@
-"""A worker forked from the runner's forkserver (run/forkserver.py) becomes what a spawned worker is.
+"""A worker forked from the runner's forkserver (run/launching/forkserver.py) becomes what a spawned worker is.
 
 Its own session (the process group the runner signals), SIGTERM when the runner dies, the arm's
 environment, the arm's log file as stdout and stderr, then `hypotrack.worker.main`. It exits with the

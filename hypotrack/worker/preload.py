@@ -2,7 +2,7 @@
 
 The heavy part of a worker's start-up is importing torch, transformers, peft and TRL (about 5 s on this
 project's 2-core machine). None of these imports initialises CUDA, so forking after them is safe; the
-runner never forks from a process that has (run/forkserver.py checks).
+runner never forks from a process that has (run/launching/forkserver.py checks).
 """
 
 import os

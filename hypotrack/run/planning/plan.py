@@ -175,10 +175,10 @@ def _check_seeds_reach_the_command(experiment: Experiment, experiment_path: Path
 
 def _with_command(spec: ArmSpec, hypothesis: Hypothesis, experiment: Experiment, experiment_path: Path,
                   cli: Overrides, per_arm: dict[str, dict[str, Any]]) -> ArmSpec:
-    """A command experiment's arm carries its command line (run/command_plan.py)."""
+    """A command experiment's arm carries its command line (run/planning/command_plan.py)."""
     if experiment.command is None:
         return spec
-    from hypotrack.run.command_plan import command_lines
+    from hypotrack.run.planning.command_plan import command_lines
 
     line = command_lines(hypothesis, experiment, experiment_path, cli, per_arm, spec.seed)[spec.arm]
     return spec.model_copy(update={"command": line.argv, "command_env": line.env, "command_cwd": line.cwd})

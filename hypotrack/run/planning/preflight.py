@@ -1,5 +1,5 @@
 """Fail before training on a missing model, dataset or import path, or data without the columns and rows the
-experiment names (run/data_check.py), so nothing is recorded for a bad setup."""
+experiment names (run/planning/data_check.py), so nothing is recorded for a bad setup."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from hypotrack.errors import HypotrackError, first_line
 from hypotrack.imports import import_object
 from hypotrack.protocol import ArmSpec
-from hypotrack.run.data_check import check_data
+from hypotrack.run.planning.data_check import check_data
 from hypotrack.toy.lab import toy_task
 
 

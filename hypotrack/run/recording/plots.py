@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hypotrack.run.workers import ArmState
+    from hypotrack.run.arms import ArmState
 
 
 @dataclass(frozen=True)

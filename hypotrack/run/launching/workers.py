@@ -4,7 +4,7 @@ Each arm's worker streams `Event`s (hypotrack.protocol); `HANDLERS` has one
 handler per event kind, which updates the arm's state (what the progress display
 and the verdict read) and logs to its MLflow run. How a worker starts (a local
 process, `accelerate launch`, a Ray task) is the launcher's business
-(run/launchers.py); its events arrive in the arm's events.jsonl either way.
+(run/launching/launchers.py); its events arrive in the arm's events.jsonl either way.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hypotrack.mlflow_names import Tags
-from hypotrack.protocol import ArmSpec, Event, EventTail
-from hypotrack.run import launchers, signals
-from hypotrack.run.records import INTERESTING_GRPO, log_training_inputs, upload_arm
-from hypotrack.run.signals import check_stop
+from hypotrack.protocol import Event, EventTail
+from hypotrack.run.arms import ArmState, Display, Worker
+from hypotrack.run.launching import base, launchers, signals
+from hypotrack.run.launching.signals import check_stop
+from hypotrack.run.recording.records import INTERESTING_GRPO, log_training_inputs, upload_arm
 
 if TYPE_CHECKING:
     from hypotrack.tracking import Tracker
@@ -30,40 +30,7 @@ if TYPE_CHECKING:
 STOP_GRACE_SECONDS = 20
 
 
-@dataclass
-class ArmState:
-    spec: ArmSpec
-    dir: Path
-    run_id: str = ""
-    process: launchers.Worker | None = None
-    tail: EventTail | None = None
-    status: str = "queued"  # queued, starting, running, finished, failed, killed
-    step: int = 0
-    reward: float | None = None
-    started: float | None = None
-    ended: float | None = None
-    error: str = ""
-    series: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    reward_errors: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    phase: str = ""  # what a running arm does before its first step (e.g. building the toy model)
-    configured: bool = False  # its trainer was built (a CONFIG event came)
-
-    @property
-    def elapsed(self) -> float:
-        if self.started is None:
-            return 0.0
-        return (self.ended or time.time()) - self.started
-
-    @property
-    def done(self) -> bool:
-        return self.status in ("finished", "failed", "killed")
-
-
-Display = Callable[[list[ArmState]], None]
-
-
-def run_workers(arms: list[ArmState], launch: launchers.LaunchOptions | str, parallel: int, tracker: Tracker,
+def run_workers(arms: list[ArmState], launch: base.LaunchOptions | str, parallel: int, tracker: Tracker,
                 display: Display | None) -> None:
     """Run at most ``parallel`` workers at a time until every arm ended; raises Stop on SIGINT/SIGTERM,
     after stopping the workers."""
@@ -77,7 +44,7 @@ def run_workers(arms: list[ArmState], launch: launchers.LaunchOptions | str, par
         launcher.close()
 
 
-def _schedule(arms: list[ArmState], launcher: launchers.Launcher, parallel: int, tracker: Tracker,
+def _schedule(arms: list[ArmState], launcher: base.Launcher, parallel: int, tracker: Tracker,
               display: Display | None) -> None:
     queue = list(arms)
     running: list[ArmState] = []
@@ -118,9 +85,9 @@ def _schedule(arms: list[ArmState], launcher: launchers.Launcher, parallel: int,
         display(arms)
 
 
-def _start(launcher: launchers.Launcher, arm: ArmState, spec_path: Path, events: Path) -> launchers.Worker:
+def _start(launcher: base.Launcher, arm: ArmState, spec_path: Path, events: Path) -> Worker:
     if arm.spec.command:  # a command experiment: the user's own command, instrumented from outside
-        from hypotrack.run.command_launch import start_command
+        from hypotrack.run.launching.command_launch import start_command
 
         return start_command(arm.spec, spec_path, events, arm.dir / "worker.log", arm.spec.threads)
     return launcher.start(spec_path, events, arm.dir / "worker.log", arm.spec.threads)
@@ -247,12 +214,3 @@ def _log_tail(arm: ArmState, lines: int = 3) -> str:
         return "no log"
     tail = [line for line in log.read_text(errors="replace").splitlines() if line.strip()][-lines:]
     return " | ".join(tail)[-150 * lines:] or "empty log"
-
-
-def series_by_arm(arms: list[ArmState]):
-    """arm -> seed -> metric -> [(step, value)] for the arms that finished (what the verdict reads)."""
-    series: dict[str, dict[int, dict[str, list[tuple[int, float]]]]] = {}
-    for arm in arms:
-        if arm.status == "finished":
-            series.setdefault(arm.spec.arm, {})[arm.spec.seed] = arm.series
-    return series

@@ -18,10 +18,9 @@ from hypotrack.definitions.command import CommandSpec, render
 from hypotrack.definitions.models import Experiment, Hypothesis, Overrides
 from hypotrack.definitions.run_settings import SETTINGS_BY_NAME, SETUP_SETTINGS, TREATMENT_SETTINGS
 from hypotrack.errors import HypotrackError
+from hypotrack.run.arms import ARM_OUTPUT
 
 TREATMENT_KEYS = (*TREATMENT_SETTINGS, "set", "rewards")
-# Stands for the arm's own output folder, known when the arm starts (run/command_launch.py puts it in).
-ARM_OUTPUT = "<arm-folder>/output"
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""`python -m hypotrack.run.close_runs`: end the MLflow runs of test runs whose runner died.
+"""`python -m hypotrack.run.recording.close_runs`: end the MLflow runs of test runs whose runner died.
 
 The registry side is reconciled by any command in milliseconds, but ending MLflow
 runs needs mlflow (seconds to import), so read-only commands start this module
@@ -14,7 +14,7 @@ import sys
 
 def spawn_detached(registry_url: str) -> None:
     env = {**os.environ, "HYPOTRACK_DB": registry_url}
-    subprocess.Popen([sys.executable, "-m", "hypotrack.run.close_runs"], env=env, start_new_session=True,
+    subprocess.Popen([sys.executable, "-m", "hypotrack.run.recording.close_runs"], env=env, start_new_session=True,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hypotrack.mlflow_names import Tags, command_line
-from hypotrack.run.mlflow_ui import arms_view, verdict_word, view_key
-from hypotrack.run.plan import config_hash
+from hypotrack.run.planning.plan import config_hash
+from hypotrack.run.recording.mlflow_ui import arms_view, verdict_word, view_key
 
 if TYPE_CHECKING:
     from hypotrack.definitions.models import Hypothesis
     from hypotrack.protocol import ArmSpec
-    from hypotrack.run.workers import ArmState
+    from hypotrack.run.arms import ArmState
     from hypotrack.tracking import Tracker
     from hypotrack.verdict import Verdict
 
@@ -96,8 +96,7 @@ def upload_arm(tracker: Tracker, run_id: str, arm_dir: Path) -> None:
 
 
 def log_outcome(tracker: Tracker, parent_id: str, arms: list["ArmState"], verdict: "Verdict", out_root: Path) -> None:
-    from hypotrack.run.lifecycle import MLFLOW_STATUS
-    from hypotrack.run.plots import reward_curves
+    from hypotrack.run.recording.plots import reward_curves
 
     run_ids = {arm.spec.key: arm.run_id for arm in arms}
     tracker.log_dict(parent_id, verdict.evidence(run_ids), "verdict.json")
@@ -107,9 +106,8 @@ def log_outcome(tracker: Tracker, parent_id: str, arms: list["ArmState"], verdic
                                  Tags.NOTE: outcome_description(tracker.tag(parent_id, Tags.NOTE), verdict)})
     tracker.rename_run(parent_id, decided_name(tracker.tag(parent_id, Tags.HYPOTHESIS) or "", verdict,
                                                tracker.tag(parent_id, Tags.TEST) or ""))
-    for arm in arms:  # each arm run shows the verdict too (the runs list groups them by arm), and its own times
+    for arm in arms:  # each arm run shows the verdict too (the runs list groups them by arm)
         tracker.set_tags(arm.run_id, verdict_tags)
-        tracker.end(arm.run_id, MLFLOW_STATUS.get(arm.status, "FAILED"), arm.started, arm.ended)
     if verdict.confidence is not None:
         tracker.log_metrics(parent_id, {"verdict_confidence": verdict.confidence}, 0)
     if arms:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from hypotrack.command import BOOTSTRAP_DIR, SPEC_ENV
 from hypotrack.protocol import EVENTS_ENV, ArmSpec
-from hypotrack.run.command_plan import ARM_OUTPUT
-from hypotrack.run.launchers import ProcessWorker, set_parent_death_signal, worker_env
+from hypotrack.run.arms import ARM_OUTPUT
+from hypotrack.run.launching.base import ProcessWorker, set_parent_death_signal, worker_env
 
 
 def command_environment(spec: ArmSpec, spec_path: Path, events_path: Path, threads: int) -> dict[str, str]:

@@ -34,9 +34,9 @@ from urllib.parse import urlsplit
 from hypotrack.endpoints import unanswered
 from hypotrack.errors import HypotrackError
 from hypotrack.protocol import EVENTS_ENV
-from hypotrack.run.launchers import Launcher, LaunchOptions, set_parent_death_signal, worker_env
-from hypotrack.run.preflight import interruptible
-from hypotrack.run.signals import check_stop
+from hypotrack.run.launching.base import Launcher, LaunchOptions, set_parent_death_signal, worker_env
+from hypotrack.run.launching.signals import check_stop
+from hypotrack.run.planning.preflight import interruptible
 
 # Environment the runner hands to every task, so a remote worker sees what a local one would.
 PASSED_ENV_PREFIXES = ("HYPOTRACK_", "HF_", "TRANSFORMERS_", "TRL_", "PYTHONHASHSEED", "CUBLAS_WORKSPACE_CONFIG")

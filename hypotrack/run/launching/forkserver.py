@@ -61,7 +61,7 @@ def _enter(entry: str, *args: Any) -> None:
 
 
 class ForkedWorker:
-    """A forked worker as the scheduling loop sees any worker (launchers.Worker)."""
+    """A forked worker as the scheduling loop sees any worker (run/arms.py Worker)."""
 
     def __init__(self, process: Any) -> None:
         self.process = process

@@ -2,7 +2,7 @@
 
 A user who can afford two seeds today and two more tomorrow gets one verdict over four. Each finished
 test keeps, in the registry, the series its verdict read (the criteria's metrics and the outcome), with
-a pool key: the hypothesis's resolved arms without their seeds (run/plan.py `pool_key`). A new test with
+a pool key: the hypothesis's resolved arms without their seeds (run/planning/plan.py `pool_key`). A new test with
 the same key reads those series back for the seeds it did not train itself; a seed trained twice counts
 once, the newest reading kept. `--more-seeds K` trains the K lowest seeds no earlier test used.
 """
