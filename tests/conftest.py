@@ -138,6 +138,20 @@ def run_cli(cli_env: dict[str, str], tmp_path: Path):
     return run
 
 
+def record_two_tests(registry) -> tuple[str, str]:
+    """Record a finished test of h03 that validates it, then a failed test of h01; their ids, in that order."""
+    from hypotrack.registry import store
+
+    tested = store.start_test_run(registry, "h03", experiment="toy_arith", arms=["control", "treatment"],
+                                  seeds=[0, 1], config_hash="abc")
+    store.finish_test_run(registry, tested.id, state="finished", verdict="validated", confidence=0.7,
+                          summary="kl explodes in control")
+    failed = store.start_test_run(registry, "h01", experiment="toy_arith", arms=["control"], seeds=[0],
+                                  config_hash="def")
+    store.finish_test_run(registry, failed.id, state="failed", error="boom")
+    return tested.id, failed.id
+
+
 @pytest.fixture
 def registry_dump():
     """``registry_dump(path)``: every table's rows, for before/after comparisons."""

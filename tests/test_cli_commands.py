@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+from conftest import record_two_tests
+
 from hypotrack.registry import open_registry, queries, store
 
 SEED = ["h01", "h02", "h03", "h04", "h05", "h06"]
@@ -58,13 +60,7 @@ def test_mark_note_show_log_report(run_cli, registry_url, tmp_path):
     ok(run_cli("mark", "h03", "partial", "--confidence", "0.8", "--note", "beta=0 fixed gradients"))
     ok(run_cli("note", "h03", "rewards still flat"))
     registry = open_registry(registry_url)
-    run = store.start_test_run(registry, "h03", experiment="toy_arith", arms=["control", "treatment"],
-                               seeds=[0, 1], config_hash="abc")
-    store.finish_test_run(registry, run.id, state="finished", verdict="validated", confidence=0.7,
-                          summary="kl explodes in control")
-    older = store.start_test_run(registry, "h01", experiment="toy_arith", arms=["control"], seeds=[0],
-                                 config_hash="def")
-    store.finish_test_run(registry, older.id, state="failed", error="boom")
+    run_id, older_id = record_two_tests(registry)
     registry.dispose()
 
     shown = json.loads(ok(run_cli("show", "h03", "--json")))
@@ -73,26 +69,26 @@ def test_mark_note_show_log_report(run_cli, registry_url, tmp_path):
         ("pending", "partial"), ("partial", "testing"), ("testing", "validated")]
     assert shown["history"][0]["reason"] == "beta=0 fixed gradients" and shown["history"][0]["confidence"] == 0.8
     assert [n["text"] for n in shown["notes"]] == ["rewards still flat"]
-    assert [r["id"] for r in shown["runs"]] == [run.id]
+    assert [r["id"] for r in shown["runs"]] == [run_id]
     text = ok(run_cli("show", "h03"))
-    assert "H03: KL divergence bug" in text and "History" in text and run.id in text and "rewards still flat" in text
+    assert "H03: KL divergence bug" in text and "History" in text and run_id in text and "rewards still flat" in text
 
     logged = json.loads(ok(run_cli("log", "--json")))
-    assert [r["id"] for r in logged] == [older.id, run.id]  # newest first
+    assert [r["id"] for r in logged] == [older_id, run_id]  # newest first
     assert logged[0]["state"] == "failed" and logged[1]["verdict"] == "validated"
-    assert [r["id"] for r in json.loads(ok(run_cli("log", "--json", "--hypothesis", "h03")))] == [run.id]
-    assert [r["id"] for r in json.loads(ok(run_cli("log", "--json", "--limit", "1")))] == [older.id]
+    assert [r["id"] for r in json.loads(ok(run_cli("log", "--json", "--hypothesis", "h03")))] == [run_id]
+    assert [r["id"] for r in json.loads(ok(run_cli("log", "--json", "--limit", "1")))] == [older_id]
     assert "Experiments log" in ok(run_cli("log"))
 
     status = {r["id"]: r for r in json.loads(ok(run_cli("status", "--json")))}
-    assert status["h03"]["status"] == "validated" and status["h03"]["last_run_id"] == run.id
+    assert status["h03"]["status"] == "validated" and status["h03"]["last_run_id"] == run_id
     assert status["h01"]["status"] == "pending" and "failed" in status["h01"]["last_run"]
 
     report = ok(run_cli("report"))
     assert report.startswith("# Hypothesis status report")
     assert "## Current Status Summary" in report and "## Next Action" in report and "## Experiments Log" in report
     assert "| H03: KL divergence bug | MEDIUM | ✅ Validated | medium (0.70) |" in report
-    assert "**H06: LoRA weight sync**" in report and run.id in report and older.id in report
+    assert "**H06: LoRA weight sync**" in report and run_id in report and older_id in report
     target = tmp_path / "report.md"
     assert "report written to" in ok(run_cli("report", "-o", target))
     assert target.read_text() == report

@@ -140,13 +140,14 @@ def test_an_agent_triages_a_trl_log_dry_runs_the_suspect_and_reads_status(cli_en
 
 def test_the_read_only_tools_import_no_training_stack(cli_env, tmp_path):
     run_folder = trainer_state(tmp_path / "grpo-run", CLIPPED_RUN)
-    probe = ("import json, sys\n"
+    probe = ("import asyncio, json, sys\n"
              "from hypotrack.mcp.server import build\n"
-             "from hypotrack.mcp.commands import Where, answer\n"
-             "build(Where())\n"
-             "for args in (['status', '--json'], ['next', '--json'], ['show', 'h06', '--json'], ['validate'], ['report'],"
-             f" ['triage', {str(run_folder)!r}, '--json']):\n"
-             "    answer(Where(), *args)\n"
+             "from hypotrack.mcp.commands import Where\n"
+             "server = build(Where())\n"
+             "for name, args in (('status', {}), ('next', {}), ('show', {'hypothesis': 'h06'}), ('validate', {}),"
+             f" ('report', {{}}), ('triage', {{'source': {str(run_folder)!r}}})):\n"
+             "    result = asyncio.run(server.call_tool(name, args))\n"
+             "    assert not result.is_error, (name, result)\n"
              "print(json.dumps([m for m in ('torch', 'mlflow', 'trl', 'transformers') if m in sys.modules]))\n")
     result = subprocess.run([sys.executable, "-c", probe], env=cli_env, cwd=tmp_path, capture_output=True, text=True,
                             timeout=120)

@@ -1,12 +1,12 @@
 """Commands that read the investigation: status, show, next, log and report.
 
-They import click, rich, SQLAlchemy and the cached hypothesis summaries; never torch,
+Each formats a record of hypotrack.investigation: a table or text, or with `--json` the record's
+own JSON. They import click, rich, SQLAlchemy and the cached hypothesis summaries; never torch,
 mlflow or trl (tests/test_cli_imports.py and the import contracts check it).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -24,16 +24,13 @@ def status(ctx: Context, as_json: bool) -> None:
     Example:
         hypotrack status --json | jq '.[] | select(.status=="validated")'
     """
-    from hypotrack.registry.queries import latest_triage, overview
-    from hypotrack.report import STATUS_ICONS, status_label, status_rows
+    from hypotrack.investigation import record_json, status_record
+    from hypotrack.report import STATUS_ICONS, status_label
 
-    summaries = ctx.summaries()
-    registry = ctx.registry()
-    rows = status_rows(summaries, overview(registry, list(summaries)))
-    triage = latest_triage(registry)
-    ranked = {entry["hypothesis"]: entry for entry in triage.ranking} if triage else {}
+    hypotheses = ctx.hypotheses()
+    record = status_record(ctx.registry(), hypotheses)
     if as_json:
-        click.echo(json.dumps([{**row.as_json(), "triage": ranked.get(row.id)} for row in rows], indent=2))
+        click.echo(record_json(record))
         return
     from rich import box
     from rich.markup import escape
@@ -49,14 +46,15 @@ def status(ctx: Context, as_json: bool) -> None:
     table.add_column("Conf", no_wrap=True, justify="right")
     table.add_column("Latest verdict or note", no_wrap=True, overflow="ellipsis", ratio=1, min_width=20)
     table.add_column("Last run", no_wrap=True)
+    triage = record.triage
     if triage:
         table.add_column("Triage", no_wrap=True)
-    for row in rows:  # free text is escaped: "[control, min]" in evidence is not rich markup
+    for row in record.rows:  # free text is escaped: "[control, min]" in evidence is not rich markup
         cells = [row.id, escape(row.title), PRIORITY_SHORT.get(row.priority, row.priority.upper()),
                  f"{STATUS_ICONS.get(row.status, '')} {status_label(row.status)}",
                  "-" if row.confidence is None else f"{row.confidence:.2f}", escape(row.headline),
                  row.last_run[5:] if row.last_run != "-" else "-"]  # the year goes: 11-23 20:10 finished
-        table.add_row(*cells, *([_triage_cell(ranked.get(row.id))] if triage else []))
+        table.add_row(*cells, *([_triage_cell(record.ranked.get(row.id))] if triage else []))
     console().print(table)
     if triage:
         suspects = [f"{e['hypothesis']} ({e['evidence']:.2g})" for e in triage.ranking if e["suspect"]]
@@ -88,28 +86,13 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
     Example:
         hypotrack show h06
     """
-    from hypotrack.registry import queries
-    from hypotrack.report import confidence_label, effect_label, status_label, test_run_json
+    from hypotrack.investigation import record_json, show_record
+    from hypotrack.report import confidence_label, effect_label, status_label
 
-    hyp = ctx.hypothesis(hypothesis_id)
-    registry = ctx.registry()
-    changes = queries.history(registry, hypothesis_id)
-    notes = queries.notes(registry, hypothesis_id)
-    runs = queries.test_runs(registry, hypothesis_id)
-    current = queries.overview(registry, [hypothesis_id])[hypothesis_id]
-    triage = queries.latest_triage(registry, with_report=True)
-    triaged = _triage_entry(triage, hypothesis_id)
+    ctx.check_id(hypothesis_id)  # before the registry is opened: an unknown id opens (or creates) nothing
+    record = show_record(ctx.registry(), ctx.hypotheses(), hypothesis_id)
     if as_json:
-        click.echo(json.dumps({
-            "definition": hyp.model_dump(mode="json"), "status": current.status, "confidence": current.confidence,
-            "file": str(ctx.library().hypothesis_files[hypothesis_id]),
-            "history": [{"from": c.from_status, "to": c.to_status, "confidence": c.confidence, "reason": c.reason,
-                         "evidence": c.evidence, "who": c.actor, "at": c.at.isoformat(), "test_run": c.test_run_id}
-                        for c in changes],
-            "notes": [{"text": n.text, "who": n.author, "at": n.at.isoformat()} for n in notes],
-            "runs": [test_run_json(r) for r in runs],
-            "triage": triaged,
-        }, indent=2, default=str))
+        click.echo(record_json(record))
         return
     import yaml
     from rich.markup import escape
@@ -117,9 +100,10 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
     from rich.table import Table
 
     out = console()
+    hyp, changes, runs = record.definition, record.history, record.runs
     header = (f"[bold]{hyp.id.upper()}: {escape(hyp.title)}[/]  priority {hyp.priority.upper()}  status "
-              f"[bold]{status_label(current.status)}[/]  confidence {confidence_label(current.confidence)}\n"
-              f"file {escape(str(ctx.library().hypothesis_files[hypothesis_id]))}\n\n{escape(hyp.statement.strip())}")
+              f"[bold]{status_label(record.status)}[/]  confidence {confidence_label(record.confidence)}\n"
+              f"file {escape(str(record.file))}\n\n{escape(hyp.statement.strip())}")
     if hyp.rationale:
         header += f"\n\n[dim]Rationale:[/] {escape(hyp.rationale.strip())}"
     header += (f"\n\n[dim]Test:[/] {escape(hyp.command_line())}   "
@@ -139,8 +123,8 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
         out.print("[bold]Readings that are expected, not this bug[/]")
         for reading in hyp.expected_readings:
             out.print(f"  - {escape(' '.join(reading.split()))}")
-    if triaged:
-        _print_triage(out, triaged)
+    if record.triage:
+        _print_triage(out, record.triage)
     table = Table(title="History", title_justify="left")
     for column in ("When", "From", "To", "Confidence", "Reason", "Who"):
         table.add_column(column, overflow="fold")
@@ -149,9 +133,9 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
                       confidence_label(c.confidence),
                       escape(c.reason), escape(c.actor))
     out.print(table if changes else "[dim]No status changes yet.[/]")
-    if notes:
+    if record.notes:
         out.print("[bold]Notes[/]")
-        for n in notes:
+        for n in record.notes:
             out.print(f"  {n.at:%Y-%m-%d %H:%M} {escape(n.author)}: {escape(n.text)}")
     runs_table = Table(title="Test runs", title_justify="left")
     for column in ("Id", "Started", "State", "Verdict", "Confidence", "Effect", "Seeds", "MLflow parent run",
@@ -162,18 +146,6 @@ def show(ctx: Context, hypothesis_id: str, as_json: bool) -> None:
                            confidence_label(r.confidence), effect_label(r.effect), ",".join(map(str, r.seeds)),
                            r.mlflow_parent_run_id or "-", escape(r.summary or r.error or ""))
     out.print(runs_table if runs else "[dim]No test runs yet.[/]")
-
-
-def _triage_entry(triage, hypothesis_id: str) -> dict | None:  # a registry row
-    """The hypothesis's place and readings in the latest triage, or None when it was not ranked there."""
-    if triage is None:
-        return None
-    report = triage.report or {}
-    entry = next((e for e in report.get("ranking", []) if e["hypothesis"] == hypothesis_id), None)
-    if entry is None:
-        return None
-    return {"triage": triage.id, "source": triage.source, "at": triage.at.isoformat(), "threshold": triage.threshold,
-            "expected": report.get("expected", []), **entry}
 
 
 def _print_triage(out, entry: dict) -> None:  # a rich Console
@@ -199,22 +171,14 @@ def next_(ctx: Context, as_json: bool) -> None:
     Example:
         hypotrack next
     """
-    from hypotrack.registry.queries import latest_triage, overview
-    from hypotrack.report import next_step
+    from hypotrack.investigation import next_record, record_json
 
-    summaries = ctx.summaries()
-    registry = ctx.registry()
-    overviews = overview(registry, list(summaries))
-    statuses = {k: v.status for k, v in overviews.items()}
-    triage = latest_triage(registry)
-    step = next_step(summaries, statuses, triage, overviews)
+    hypotheses = ctx.hypotheses()
+    record = next_record(ctx.registry(), hypotheses)
     if as_json:
-        click.echo(json.dumps({"next": step.hypothesis.id if step.hypothesis else None, "reason": step.reason,
-                               "command": step.command, "blocked": step.blocked,
-                               "confirm": [{"hypothesis": c.hypothesis, "more_seeds": c.more_seeds,
-                                            "command": c.command, "reason": c.reason} for c in step.confirm],
-                               "triage": {"id": triage.id, "source": triage.source} if triage else None}, indent=2))
+        click.echo(record_json(record))
         return
+    step = record.step
     if step.hypothesis is None:
         click.echo(step.reason)
     else:
@@ -240,15 +204,16 @@ def log(ctx: Context, limit: int, hypothesis_id: str | None, as_json: bool) -> N
     Example:
         hypotrack log --hypothesis h01 --limit 5
     """
-    from hypotrack.registry.queries import test_runs
-    from hypotrack.report import confidence_label, effect_label, status_label, test_run_json
+    from hypotrack.investigation import log_record, record_json
+    from hypotrack.report import confidence_label, effect_label, status_label
 
     if hypothesis_id:
         ctx.check_id(hypothesis_id)
-    runs = test_runs(ctx.registry(), hypothesis_id, limit)
+    record = log_record(ctx.registry(), hypothesis_id, limit)
     if as_json:
-        click.echo(json.dumps([test_run_json(r) for r in runs], indent=2))
+        click.echo(record_json(record))
         return
+    runs = record.runs
     from rich.markup import escape
     from rich.table import Table
 
@@ -273,15 +238,10 @@ def report(ctx: Context, output: Path | None) -> None:
     Example:
         hypotrack report -o docs/debug/README.md
     """
-    from hypotrack.registry.queries import latest_triage, overview, test_runs
-    from hypotrack.report import next_step, render_report, status_rows
+    from hypotrack.investigation import report_markdown
 
-    summaries = ctx.summaries()
-    registry = ctx.registry()
-    overviews = overview(registry, list(summaries))
-    rows = status_rows(summaries, overviews)
-    step = next_step(summaries, {k: v.status for k, v in overviews.items()}, latest_triage(registry), overviews)
-    text = render_report(rows, test_runs(registry), step)
+    hypotheses = ctx.hypotheses()
+    text = report_markdown(ctx.registry(), hypotheses)
     if output is None:
         click.echo(text, nl=False)
         return

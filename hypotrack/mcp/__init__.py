@@ -1,6 +1,7 @@
 """`hypotrack mcp`: hypotrack's commands as Model Context Protocol tools, for coding agents.
 
-- commands.py  a command of the CLI answered in this process: its `--json` output, or its error message
+- commands.py  triage and validate, answered by their CLI command in this process (status, next, show
+               and report call hypotrack.investigation)
 - training.py  `run` in a child process, its output lines streamed as progress
 - server.py    the tools, served over stdio with the `mcp` SDK
 - guide.md     how an agent investigates a failing GRPO run with these tools (`hypotrack mcp --guide`)

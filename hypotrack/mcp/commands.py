@@ -1,19 +1,18 @@
-"""A hypotrack command answered inside the server's process, exactly as the CLI answers it.
+"""The tools that have no library call of their own, answered by their CLI command inside the server's process.
 
-Each tool runs the same click command a user types, so an agent gets the JSON `--json` prints and,
-for bad input, the same one-paragraph message (never a traceback). Output is captured per call; a
-lock keeps two calls from capturing each other's lines. The MCP transport keeps its own handle on
-the real stdout, so the capture never reaches the protocol stream.
+`triage` (its library reads MLflow runs, which this process never imports) and `validate` run the
+same click command a user types, so an agent gets what it prints and, for bad input, the same
+one-paragraph message (never a traceback). Output is captured per call; a lock keeps two calls
+from capturing each other's lines. The MCP transport keeps its own handle on the real stdout, so
+the capture never reaches the protocol stream. The other read tools call hypotrack.investigation.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
-import json
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 import click
 
@@ -58,8 +57,3 @@ def answer(where: Where, *args: str) -> str:
                 raise
             err.write(message + "\n")
     raise CommandFailed(err.getvalue().strip())
-
-
-def answer_json(where: Where, *args: str) -> Any:
-    """The parsed output of a command given `--json`."""
-    return json.loads(answer(where, *args, "--json"))

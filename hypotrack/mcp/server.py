@@ -2,25 +2,35 @@
 
 Every tool answers with the text the CLI prints for the same command with `--json` (`report` and
 `validate`, which have no JSON form, with their text), and a refused input with the CLI's own
-one-paragraph message as an error result. The read-only tools run in this process and import no
-torch, mlflow or trl; `run` trains in a child process (training.py).
+one-paragraph message as an error result. status, next, show and report call the library
+(hypotrack.investigation) for their records; triage and validate run their CLI commands in this
+process (commands.py). The read-only tools import no torch, mlflow or trl; `run` trains in a child
+process (training.py).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from hypotrack import __version__
+from hypotrack.cli import friendly_error
+from hypotrack.definitions.loader import SpecError
+from hypotrack.errors import HypotrackError
+from hypotrack.investigation import Hypotheses, next_record, record_json, report_markdown, show_record, status_record
 from hypotrack.mcp import GUIDE
 from hypotrack.mcp.commands import CommandFailed, Where, answer
 from hypotrack.mcp.training import RunRequest, run_streaming
+from hypotrack.registry import Registry, RegistryError
 
 READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+T = TypeVar("T")
+REFUSED = (HypotrackError, SpecError, RegistryError)  # input the user can fix: the CLI words it (friendly_error)
 
 
 def _text(text: str) -> CallToolResult:
@@ -38,6 +48,35 @@ def _command(call: Callable[[], str]) -> CallToolResult:
         return _refused(str(exc))
 
 
+def _reading(where: Where, read: Callable[[Registry, Hypotheses], T], hypothesis_id: str | None = None) -> T:
+    """`read` on the registry and the hypotheses, opened as a command opens them (dead runners' tests marked
+    killed). The files are read and the id checked first, so a broken file or an unknown id opens no registry."""
+    from hypotrack.cli.context import Context as CommandContext
+
+    opened = CommandContext(where.db, where.project)
+    hypotheses = opened.hypotheses()
+    if hypothesis_id is not None:
+        hypotheses.check(hypothesis_id)
+    registry = opened.registry()
+    try:
+        return read(registry, hypotheses)
+    finally:
+        registry.dispose()
+
+
+def _refusal(exc: Exception) -> CallToolResult:
+    """The error result for input the CLI refuses, in the CLI's words (`Error: ...`)."""
+    return _refused(friendly_error(exc)[0] or str(exc))
+
+
+def _read(where: Where, answer_with: Callable[[Registry, Hypotheses], str],
+          hypothesis_id: str | None = None) -> CallToolResult:
+    try:
+        return _text(_reading(where, answer_with, hypothesis_id))
+    except REFUSED as exc:
+        return _refusal(exc)
+
+
 def build(where: Where) -> MCPServer:
     server = MCPServer("hypotrack", version=__version__, instructions=GUIDE.read_text())
 
@@ -45,19 +84,20 @@ def build(where: Where) -> MCPServer:
     def status() -> CallToolResult:
         """Every hypothesis with its status, confidence, latest evidence, last run and triage rank
         (the JSON of `hypotrack status --json`)."""
-        return _command(lambda: answer(where, "status", "--json"))
+        return _read(where, lambda registry, hypotheses: record_json(status_record(registry, hypotheses)))
 
     @server.tool(name="next", annotations=READS)
     def next_() -> CallToolResult:
         """Which hypothesis to test next and why: the top unresolved triage suspect, else priority and
         prerequisites (`hypotrack next --json`)."""
-        return _command(lambda: answer(where, "next", "--json"))
+        return _read(where, lambda registry, hypotheses: record_json(next_record(registry, hypotheses)))
 
     @server.tool(annotations=READS)
     def show(hypothesis: str) -> CallToolResult:
         """One hypothesis: its definition, status history, notes, test runs with their verdicts and MLflow
         run ids, and its triage reading (`hypotrack show ID --json`)."""
-        return _command(lambda: answer(where, "show", hypothesis, "--json"))
+        return _read(where, lambda registry, hypotheses: record_json(show_record(registry, hypotheses, hypothesis)),
+                     hypothesis)
 
     @server.tool(annotations=WRITES)
     def triage(source: str, tracking_uri: str | None = None, task_reward: str | None = None) -> CallToolResult:
@@ -80,7 +120,7 @@ def build(where: Where) -> MCPServer:
     @server.tool(annotations=READS)
     def report() -> CallToolResult:
         """The investigation as markdown: status summary, next action, the experiments log (`hypotrack report`)."""
-        return _command(lambda: answer(where, "report"))
+        return _read(where, lambda registry, hypotheses: report_markdown(registry, hypotheses).strip())
 
     @server.tool(annotations=WRITES)
     async def run(hypothesis: str, ctx: Context, train: bool = False, seeds: int | None = None,
@@ -100,7 +140,11 @@ def build(where: Where) -> MCPServer:
             return _refused(str(exc))
         if not train:
             return _text(json.dumps({"dry_run": True, "plan": output}, indent=2))
-        shown = json.loads(answer(where, "show", hypothesis, "--json"))
+        try:
+            shown = _reading(where, lambda registry, hypotheses: show_record(registry, hypotheses, hypothesis).as_json(),
+                             hypothesis)
+        except REFUSED as exc:
+            return _refusal(exc)
         latest = shown["runs"][-1] if shown["runs"] else None
         return _text(json.dumps({"dry_run": False, "test": latest, "status": shown["status"],
                                  "output_tail": output}, indent=2, default=str))
