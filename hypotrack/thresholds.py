@@ -13,3 +13,7 @@ LR_REMAINING = 0.25
 # h19: when this share or more of the trainable weights (by element count) got no gradient at a step whose
 # groups had reward variance, the backward pass is cut off (a few untouched tensors are normal).
 NO_GRAD_SHARE = 0.5
+
+# h25: when this share or more of the trainable weights (by element count) that got a gradient did not change at an
+# optimizer step, the optimizer does not hold them (a weight it holds moves at its first step with a gradient).
+UNMOVED_SHARE = 0.5

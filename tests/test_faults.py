@@ -38,7 +38,7 @@ def test_each_fault_declares_itself_and_its_catalogue_is_read_off_the_classes() 
 
 def test_every_diagnosed_hypothesis_has_a_fault() -> None:
     imitated = sorted({h for h, _ in FAULTS.values()})
-    assert imitated == ["h01", "h02", "h03", "h04", "h05", "h06", *(f"h{n}" for n in range(11, 25))]
+    assert imitated == ["h01", "h02", "h03", "h04", "h05", "h06", *(f"h{n}" for n in range(11, 26))]
     # a second fault of a cause copies another mechanism of it (a schedule stepped per micro-batch, h22)
     assert sorted(name for name, (h, _) in FAULTS.items() if h == "h22") == ["schedule_counts_batches",
                                                                              "schedule_stepped_per_micro_batch"]
@@ -200,3 +200,38 @@ def test_a_schedule_stepped_per_micro_batch_moves_once_per_micro_batch_not_once_
             schedule.step()
     # eight steps of a schedule set for eight updates: spent after two
     assert schedule.last_epoch == 8 and optimizer.param_groups[0]["lr"] == 0.0
+
+
+def test_an_optimizer_built_before_the_adapters_holds_none_and_the_treatment_adds_them() -> None:
+    """h25: the fault's optimizer holds the weights model.parameters() gave before the adapters existed; the
+    treatment adds every trainable weight the optimizer is missing, whoever built it."""
+    from types import SimpleNamespace
+
+    from hypotrack.treatments.manifest import build_treatments
+
+    model = torch.nn.ModuleDict({"base": torch.nn.Linear(4, 4), "lora_A": torch.nn.Linear(4, 2, bias=False)})
+    model["base"].requires_grad_(False)  # PEFT froze the base weights when it added the adapters
+
+    def trainer_with(*units):
+        trainer = SimpleNamespace(optimizer=None, model=model, args=SimpleNamespace(learning_rate=1e-3),
+                                  accelerator=SimpleNamespace(unwrap_model=lambda m: m))
+
+        def create_optimizer():  # transformers' own: built over the trainable weights unless one was passed
+            if trainer.optimizer is None:
+                trainer.optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad])
+            return trainer.optimizer
+
+        trainer.create_optimizer = create_optimizer
+        for unit in units:
+            unit.attach(trainer)
+        return trainer.create_optimizer()
+
+    def held(optimizer):
+        return {id(p) for group in optimizer.param_groups for p in group["params"]}
+
+    adapter = {id(p) for p in model["lora_A"].parameters()}
+    assert adapter <= held(trainer_with())  # TRL's own optimizer
+    assert not adapter & held(trainer_with(fault("optimizer_built_before_adapters")))
+    (treatment,) = build_treatments(["optimizer_holds_trained_weights"])
+    repaired = trainer_with(fault("optimizer_built_before_adapters"), treatment)
+    assert adapter <= held(repaired) and repaired.param_groups[-1]["lr"] == repaired.param_groups[0]["lr"]

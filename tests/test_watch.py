@@ -101,14 +101,16 @@ def test_a_wrong_reference_is_stopped_at_step_1_and_the_run_is_recorded_as_stopp
     ("dropout_in_old_logps", "ratio", "h08", 1),
     ("frozen_lora_b", "grad", "h19", 1),
     ("own_checkpointing", "grad", "h19", 1),  # the final norm still trains: the share of weights reached shows it
+    ("own_optimizer_before_peft", "moved", "h25", 1),
     ("sampling_temperature_not_scored", "parity", "h14", 1),
     ("lora_not_synced", "lora", "h06", 2),
 ])
 def test_each_gate_stops_its_planted_fault(tmp_path: Path, toy_cache: Path, fault: str, gate: str, hypothesis: str,
                                            step: int) -> None:
     [result], _ = run_script(tmp_path, toy_cache, "--fault", fault, "--stop-on", hypothesis, "--steps", "5")
-    # the grad gate reads the first step whose groups' rewards differ: step 1 or 2 as the toy model's samples fall
-    steps = (1, 2) if gate == "grad" else (step,)
+    # the grad and moved gates read the first step whose groups' rewards differ: step 1 or 2 as the toy model's
+    # samples fall
+    steps = (1, 2) if gate in ("grad", "moved") else (step,)
     [failure] = [f for f in result["failures"] if f["gate"] == gate]
     assert failure["hypothesis"] == hypothesis and failure["step"] in steps, result["failures"]
     assert result["outcome"] == "stopped" and result["global_step"] == failure["step"]

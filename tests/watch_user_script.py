@@ -11,8 +11,8 @@ faults: wrong_reference (h03: the reference is another checkpoint), dropout_in_o
 left on with num_iterations 2), frozen_lora_b (h06: adapters that cannot train), own_checkpointing (h19: full
 fine-tuning with frozen embeddings, each layer checkpointed by the script with torch's reentrant checkpoint;
 own_checkpointing_lora: the same under LoRA, where nothing trainable is left in reach and backward raises),
-lora_not_synced (h06),
-sampling_temperature_not_scored (h14), kl_wrong_sign (h03); crash (the task reward raises on the second
+lora_not_synced (h06), own_optimizer_before_peft (h25: the script's AdamW over model.parameters(), passed with a
+peft_config, so it holds none of the adapters), sampling_temperature_not_scored (h14), kl_wrong_sign (h03); crash (the task reward raises on the second
 batch); two_iterations (healthy, with the old logprobs recomputed). Prints one line: MARKER + JSON.
 """
 
@@ -114,8 +114,14 @@ def build(out: Path, fault: str, steps: int, seed: int = 0, callbacks: list | No
     lora = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
                       task_type="CAUSAL_LM") if peft else None
     rewards = [exact_answer, short_answer] if fault != "crash" else [crashes_on_second_batch, short_answer]
+    optimizers = (None, None)
+    if fault == "own_optimizer_before_peft":  # the script's own AdamW, built before TRL adds the adapters
+        import torch
+
+        optimizers = (torch.optim.AdamW(model.parameters(), lr=settings["learning_rate"]), None)
     trainer = make_trainer_class()(model=model, reward_funcs=rewards, args=GRPOConfig(**settings),
-                                   train_dataset=load_questions(256, seed), peft_config=lora, callbacks=callbacks)
+                                   train_dataset=load_questions(256, seed), peft_config=lora, callbacks=callbacks,
+                                   optimizers=optimizers)
     plant(trainer, fault)
     return trainer
 

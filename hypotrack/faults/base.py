@@ -44,6 +44,7 @@ SEAMS: dict[str, str] = {
     "input_embeddings": "the embeddings' hook that hands gradient checkpointing an input that requires grad",
     "train_sampler": "TRL's sampler, which puts a prompt's completions in one group",
     "scheduler": "the learning-rate schedule",
+    "optimizer": "the optimizer and the weights it holds",
     "training_step": "each micro-batch's training step",
 }
 

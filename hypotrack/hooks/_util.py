@@ -159,16 +159,61 @@ def some_group_varies(batch: Any) -> bool:
 
 
 def trained_parameters(ctx: Any) -> list:
-    """The weights the optimizer updates (its parameter groups), else the model's trainable ones.
+    """The weights that train: those the optimizer updates (its parameter groups) that require grad, else the
+    model's trainable ones.
 
     The two can part: PEFT's set_adapter marks the active adapter trainable again whenever TRL switches back
     from its reference adapter, so weights the user froze require grad while the optimizer, built before,
-    never updates them. A gradient only trains what the optimizer holds."""
+    never updates them; a gradient only trains what the optimizer holds. An optimizer that holds none of the
+    weights that require grad (built before the adapters existed, h25) says nothing of where the backward pass
+    reaches: the model's trainable weights are read then."""
+    optimizer = getattr(getattr(ctx, "trainer", None), "optimizer", None)
+    groups = getattr(optimizer, "param_groups", None) or []
+    held = [p for group in groups for p in group["params"] if p.requires_grad]
+    return held or [p for p in unwrap(ctx.model).parameters() if p.requires_grad]
+
+
+def optimizer_coverage(ctx: Any) -> tuple[float, list]:
+    """(the share of the trainable weights, by element count, that the optimizer does not hold; the trainable
+    tensors themselves). 0 where there is no optimizer to read."""
     optimizer = getattr(getattr(ctx, "trainer", None), "optimizer", None)
     groups = getattr(optimizer, "param_groups", None)
-    if groups:
-        return [p for group in groups for p in group["params"]]
-    return [p for p in unwrap(ctx.model).parameters() if p.requires_grad]
+    trainable = [p for p in unwrap(ctx.model).parameters() if p.requires_grad]
+    if not groups or not trainable:
+        return 0.0, trainable
+    held = {id(p) for group in groups for p in group["params"]}
+    outside = sum(p.numel() for p in trainable if id(p) not in held)
+    return outside / sum(p.numel() for p in trainable), trainable
+
+
+def fingerprints(params: list) -> Any:
+    """One float64 per tensor that any change of its values changes (the sum of its values and of their squares,
+    each weighted by a fixed pattern so that a change and its negation elsewhere do not cancel)."""
+    import torch
+
+    out = []
+    for p in params:
+        flat = p.detach().reshape(-1).double()
+        pattern = torch.arange(1, flat.numel() + 1, device=flat.device, dtype=torch.float64).remainder(7).add(1)
+        out.append(torch.stack([(flat * pattern).sum(), (flat * flat).sum()]))
+    return torch.stack(out).cpu() if out else torch.empty(0, 2, dtype=torch.float64)
+
+
+def unmoved_share(params: list, before: Any) -> float:
+    """The share, by element count, of ``params`` (tensors that had a gradient) whose values did not change since
+    ``before`` (their `fingerprints`)."""
+    import torch
+
+    if not params:
+        return 0.0
+    same = (fingerprints(params) == before).all(dim=1)
+    sizes = torch.tensor([p.numel() for p in params], dtype=torch.float64)
+    return float(sizes[same].sum() / sizes.sum())
+
+
+def with_gradient(params: list) -> list:
+    """The tensors among ``params`` whose gradient is there and not all zero (what an optimizer step moves)."""
+    return [p for p in params if p.grad is not None and bool(p.grad.detach().abs().amax() > 0)]
 
 
 def gradient_reach(params: list) -> tuple[float, float]:

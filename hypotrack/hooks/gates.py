@@ -16,6 +16,8 @@ gates detach, so they cost nothing for the rest of the run:
   trained weights (checkpointed layers whose inputs do not require grad; adapters that do not require
   grad; a loss mask that removes every completion token, h02's); half or more of the weights without any
   gradient means the backward pass stops before them (a head outside checkpointed layers still trains).
+- ``moved`` (h25): every trainable weight that got a gradient changes at the optimizer step. One that does not
+  is missing from the optimizer (built from the model's parameters before the LoRA adapters were added).
 - ``parity`` (h14): the generator's logprobs of the tokens it sampled (after temperature, top-k/p, ...)
   match the scoring logprobs the loss uses (mean gap within ``parity_gap`` nats).
 - ``lora`` (h06): with LoRA, the rollout after an optimizer step comes from the trained adapters (the
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypotrack.hooks.base import DiagnosticHook, LossParts, RolloutBatch, StepContext
-from hypotrack.thresholds import NO_GRAD_SHARE
+from hypotrack.thresholds import NO_GRAD_SHARE, UNMOVED_SHARE
 
 
 @dataclass(frozen=True)
@@ -46,17 +48,18 @@ class GateFailure:
 
 
 # Each gate and the hypothesis its failure points to.
-GATE_HYPOTHESES = {"ratio": "h08", "ref_kl": "h18", "grad": "h19", "parity": "h14", "lora": "h06"}
+GATE_HYPOTHESES = {"ratio": "h08", "ref_kl": "h18", "grad": "h19", "moved": "h25", "parity": "h14", "lora": "h06"}
 GATE_NAMES = tuple(GATE_HYPOTHESES)
 
 
 class GatesHook(DiagnosticHook):
     name = "gates"
     description = ("live invariant gates in the first steps: first-pass ratio 1 (h08), KL 0 to an initial-policy "
-                   "reference (h18), gradient with reward variance (h19), sampling/scoring parity (h14), LoRA "
-                   "adapters in the generator (h06)")
+                   "reference (h18), gradient with reward variance (h19), weights with a gradient move (h25), "
+                   "sampling/scoring parity (h14), LoRA adapters in the generator (h06)")
     metrics = (
         "ratio_logp_max_diff", "ref_logp_max_diff", "ref_logp_max_diff_eval", "ref_kl_mean", "grad_norm", "group_variance",
+        "unmoved_share",
         "sampling_gap_mean", "lora_gen_adapter_active_share", "lora_gen_checksum_rel_diff", "failed",
         "stopped",  # logged by watch's session when stop_on ends the run (watch/session.py)
     )
@@ -78,6 +81,8 @@ class GatesHook(DiagnosticHook):
         self._optimizer_steps = 0
         self._fresh = False  # a rollout arrived and no optimizer step has used it yet
         self._variance = False
+        self._moving: list[Any] = []  # the weights that got a gradient at this step, and their values before it
+        self._before: Any = None
         self._peft = False
         self._inner: list[DiagnosticHook] = []
         self.active = True
@@ -227,7 +232,25 @@ class GatesHook(DiagnosticHook):
                        "whose inputs do not require grad?)")
         self._fresh = False
         self._optimizer_steps += 1
+        from hypotrack.hooks._util import fingerprints, optimizer_coverage, with_gradient
+
+        self._moving = with_gradient(optimizer_coverage(ctx)[1])
+        self._before = fingerprints(self._moving)
         return {"grad_norm": norm}
 
     def on_step_end(self, ctx: StepContext) -> dict[str, float]:
-        return {"failed": float(len(self.failures))} if self.active else {}
+        if not self.active:
+            return {}
+        out: dict[str, float] = {}
+        if self._before is not None:
+            from hypotrack.hooks._util import unmoved_share
+
+            share = unmoved_share(self._moving, self._before)
+            self._moving, self._before = [], None
+            out["unmoved_share"] = share
+            if share >= UNMOVED_SHARE:
+                self._fail("moved", "h25", ctx.step,
+                           f"{share:.1%} of the trainable weights that got a gradient did not change at the optimizer "
+                           "step: the optimizer does not hold them (built from the model's parameters before the LoRA "
+                           "adapters were added?)")
+        return {**out, "failed": float(len(self.failures))}

@@ -37,6 +37,8 @@ class Seam(str, enum.Enum):
     """(model, inputs, num_items_in_batch) -> the micro-batch's loss, after its backward pass (transformers)."""
     SCHEDULER = "create_scheduler"
     """(num_training_steps, optimizer=None) -> the learning-rate schedule (transformers)."""
+    OPTIMIZER = "create_optimizer"
+    """() -> the optimizer over the trained weights, built when training starts unless one was passed (transformers)."""
 
 
 # The parameters hypotrack relies on, by seam (tests/test_trl_contract.py checks them against the installed TRL).
@@ -49,6 +51,7 @@ SEAM_PARAMETERS: dict[Seam, tuple[str, ...]] = {
     Seam.TRAIN_SAMPLER: ("dataset",),
     Seam.TRAINING_STEP: ("model", "inputs", "num_items_in_batch"),
     Seam.SCHEDULER: ("num_training_steps", "optimizer"),
+    Seam.OPTIMIZER: (),
 }
 # What `_generate` returns, in this order (a planted fault rewrites the first five).
 GENERATE_RETURNS = "return prompt_ids, completion_ids, tool_mask, completions, logprobs"

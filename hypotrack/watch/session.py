@@ -131,8 +131,8 @@ def watch(trainer: Any, hypotheses: Iterable[str] | str | None = None, hooks: It
 
     ``hypotheses``: ids (or "all") whose declared hooks to attach; ``hooks``: hook names (or "all");
     without either only the live gates are attached. ``stop_on``: ["gates"] stops training on any failed
-    gate, a list of gate names (ratio, ref_kl, grad, parity, lora) or of the hypotheses they point to (h08,
-    h18, h19, h14, h06) on those gates; any other name is refused, since it would never stop anything.
+    gate, a list of gate names (ratio, ref_kl, grad, moved, parity, lora) or of the hypotheses they point to
+    (h08, h18, h19, h25, h14, h06) on those gates; any other name is refused, since it would never stop anything.
     ``options``: gates (False: none), task_reward, reference_column, record (False: no registry record),
     registry (URL). Call it once per trainer: a script that trains twice watches each trainer the same way.
     """
