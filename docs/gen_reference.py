@@ -28,10 +28,7 @@ def cell(text: object) -> str:
 
 
 def criterion_text(criterion: Criterion) -> str:
-    value = f"{criterion.metric} [{criterion.arm}, {criterion.steps}"
-    if criterion.steps in ("mean_last", "mean_first"):
-        value += f" {criterion.k}"
-    value += f", seeds {criterion.seeds}]"
+    value = f"{criterion.metric} [{criterion.arm}, {criterion.steps_text()}, seeds {criterion.seeds}]"
     if criterion.abs:
         value = f"abs({value})"
     return f"`{value} {criterion.op} {criterion.threshold:g}`" + (f": {criterion.why}" if criterion.why else "")

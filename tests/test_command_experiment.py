@@ -42,6 +42,7 @@ def _variant(tmp_path: Path, **command: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_both_arms_train_through_the_users_command_and_the_verdict_is_recorded(tmp_path: Path, env) -> None:
     result = cli(["run", "h01", "--experiment", str(EXPERIMENT), "--seeds", "1", "--max-steps", "4",
                   "--output-dir", str(tmp_path / "outputs")], env, tmp_path, timeout=600)
@@ -85,6 +86,7 @@ def test_a_treatment_the_script_cannot_take_is_refused_before_anything_is_record
     assert registry_rows(tmp_path / "registry.db", "select * from test_run") == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra, expected", [
     ("--no-trainer", "the command finished without creating a GRPOTrainer"),
     ("--crash-at-step 2", "the grading service went away at step 2"),
@@ -107,6 +109,7 @@ def test_a_command_that_trains_nothing_or_crashes_fails_its_arm_saying_why(tmp_p
     assert arm and all(r.info.status == "FAILED" for r in arm)
 
 
+@pytest.mark.slow
 def test_sigint_during_a_command_run_stops_the_script_and_reconciles(tmp_path: Path, env) -> None:
     runner = start_cli(["run", "h01", "--experiment", str(EXPERIMENT), "--seeds", "1", "--max-steps", "400",
                         "--output-dir", str(tmp_path / "outputs")], env, tmp_path)
@@ -146,6 +149,7 @@ def test_init_command_writes_an_experiment_whose_common_flags_are_mapped(tmp_pat
     assert again.returncode != 0 and "already exists" in again.stderr
 
 
+@pytest.mark.slow
 def test_broken_groups_in_the_users_own_sampler_validate_h21_and_its_treatment_needs_no_flag(tmp_path: Path,
                                                                                               env) -> None:
     result = cli(["run", "h21", "--experiment", str(SCRIPT_DIR / "sums_script_spread.yaml"), "--seeds", "1",
@@ -187,6 +191,7 @@ USER_WRITTEN_BUGS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("experiment, hypothesis, steps, metric, steps_reduction", USER_WRITTEN_BUGS)
 def test_a_bug_in_the_users_own_script_validates_its_hypothesis_and_the_treatment_repairs_it(
         tmp_path: Path, env, experiment: str, hypothesis: str, steps: int, metric: str, steps_reduction: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from runner_support import TINY, cli, env_for, registry_rows
 
 
@@ -17,6 +18,7 @@ def _first_steps(outputs: Path) -> dict[str, dict[int, float]]:
     return out
 
 
+@pytest.mark.slow
 def test_forked_and_spawned_workers_train_the_same_run(tmp_path: Path, toy_cache: Path) -> None:
     rewards = {}
     for mode in ("0", "1"):

@@ -33,6 +33,7 @@ def run_user_code(tmp_path: Path, toy_cache: Path, body: str) -> subprocess.Comp
                           text=True, env=env, cwd=tmp_path, timeout=600)
 
 
+@pytest.mark.slow
 def test_watch_works_for_a_second_trainer_and_when_imported_by_name(tmp_path: Path, toy_cache: Path) -> None:
     done = run_user_code(tmp_path, toy_cache, """
 import hypotrack
@@ -47,6 +48,7 @@ print("ok", type(first).__name__)
     assert done.stdout.split() == ["ok", "Watch"]
 
 
+@pytest.mark.slow
 def test_watch_works_after_the_script_imported_its_subpackage_first(tmp_path: Path, toy_cache: Path) -> None:
     done = run_user_code(tmp_path, toy_cache, """
 from hypotrack.watch.session import Watch   # imports the subpackage hypotrack.watch before the function is asked for
@@ -98,6 +100,7 @@ except HypotrackError as exc:
     assert says in done.stdout, done.stdout
 
 
+@pytest.mark.slow
 def test_stop_on_by_gate_name_or_hypothesis_is_accepted(tmp_path: Path, toy_cache: Path) -> None:
     done = run_user_code(tmp_path, toy_cache, """
 import hypotrack

@@ -86,7 +86,7 @@ def print_outcome(console: Console, hypothesis, outcome) -> None:
     for result in verdict.results:
         c = result.criterion
         per_seed = ", ".join("-" if v is None else f"{v:.4g}" for v in result.per_seed.values())
-        table.add_row(result.group, c.metric, c.arm, c.steps + (f"({c.k})" if c.steps in ("mean_last", "mean_first") else ""),
+        table.add_row(result.group, c.metric, c.arm, c.steps_text(),
                       per_seed, "-" if result.value is None else f"{result.value:.4g}",
                       f"{'|x|' if c.abs else 'x'} {c.op} {c.threshold:g} ({c.seeds})",
                       "[green]yes[/]" if result.holds else "[red]no[/]")

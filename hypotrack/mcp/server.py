@@ -145,7 +145,7 @@ def build(where: Where) -> MCPServer:
                              hypothesis)
         except REFUSED as exc:
             return _refusal(exc)
-        latest = shown["runs"][-1] if shown["runs"] else None
+        latest = shown["runs"][0] if shown["runs"] else None  # the runs are listed newest first
         return _text(json.dumps({"dry_run": False, "test": latest, "status": shown["status"],
                                  "output_tail": output}, indent=2, default=str))
 
