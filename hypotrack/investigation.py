@@ -184,3 +184,32 @@ def report_markdown(registry: Registry, hypotheses: Hypotheses) -> str:
     overviews = overview(registry, list(summaries))
     step = _next(registry, summaries, overviews).step
     return render_report(status_rows(summaries, overviews), test_runs(registry), step)
+
+
+@dataclass(frozen=True)
+class ValidationRecord:
+    """What `hypotrack validate` checked: every file read cleanly (a problem raises SpecError, file:line each)."""
+
+    hypotheses: int
+    experiments: int
+    metrics: list[str]  # the metric names criteria may use, when asked for
+
+    def text(self) -> str:
+        return "\n".join([f"ok: {self.hypotheses} hypotheses, {self.experiments} experiments",
+                          *(f"  {name}" for name in self.metrics)])
+
+
+def validation_record(project_root: Path | None, paths: list[Path] | None = None,
+                      list_metrics: bool = False) -> ValidationRecord:
+    """Check the project's hypothesis and experiment files (or ``paths``); SpecError with every problem."""
+    from hypotrack.definitions import Project, SpecError, load_library
+
+    library = load_library(Project.locate(project_root), paths or None)
+    if library.problems:
+        raise SpecError(library.problems)
+    metrics: list[str] = []
+    if list_metrics:
+        from hypotrack.definitions.metrics import known_metric_patterns
+
+        metrics = sorted(known_metric_patterns())
+    return ValidationRecord(len(library.hypotheses), len(library.experiments), metrics)

@@ -143,13 +143,15 @@ def test_a_command_arm_whose_task_reward_never_scores_is_stopped_with_the_reason
 def test_each_treatment_declares_its_flag_and_the_run_settings_read_it() -> None:
     from hypotrack.definitions import Project, load_library
     from hypotrack.definitions.run_settings import SETTINGS_BY_NAME
+    from hypotrack.faults.base import SEAMS
     from hypotrack.treatments.base import Treatment
     from hypotrack.treatments.manifest import TREATMENT_CLASSES
 
     hypotheses = load_library(Project.locate()).hypotheses
     for name, cls in TREATMENT_CLASSES.items():
         assert cls.name == name and cls.fixes in hypotheses and cls.help.startswith("Treatment arm:"), name
-        assert cls.seams and set(cls.setting_docs()) == set(cls.setting_defaults()), name
+        assert cls.seams and set(cls.seams) <= set(SEAMS), f"{name}: seams come from faults/base.py SEAMS"
+        assert set(cls.setting_docs()) == set(cls.setting_defaults()), name
         assert any(getattr(cls, stage) is not getattr(Treatment, stage) for stage in ("reward_functions", "attach"))
         setting = SETTINGS_BY_NAME[name]  # the flag --<name>, derived from the class
         assert (setting.lands, setting.scope, setting.help, setting.inside_trainer) == (

@@ -34,6 +34,9 @@ def test_each_fault_declares_itself_and_its_catalogue_is_read_off_the_classes() 
         assert ("configure" in acts) == ("config" in cls.seams), f"{name}: it changes the config iff it says so"
     with pytest.raises(ValueError, match="does not accept setting"):
         FAULT_CLASSES["learning_rate_too_high"](factor=2.0, speed=3)
+    from hypotrack.session.trl_seams import Seam
+
+    assert {seam.name.lower() for seam in Seam} <= set(SEAMS)  # every seam of TRL's a unit can name
 
 
 def test_every_diagnosed_hypothesis_has_a_fault() -> None:

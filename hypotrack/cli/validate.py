@@ -21,14 +21,6 @@ def validate(ctx: Context, paths: tuple[Path, ...], list_metrics: bool) -> None:
         hypotrack validate
         hypotrack validate hypotheses/h07_my_idea.yaml
     """
-    from hypotrack.definitions import Project, SpecError, load_library
+    from hypotrack.investigation import validation_record
 
-    library = load_library(Project.locate(ctx.project_root), list(paths) or None)
-    if library.problems:
-        raise SpecError(library.problems)
-    click.echo(f"ok: {len(library.hypotheses)} hypotheses, {len(library.experiments)} experiments")
-    if list_metrics:
-        from hypotrack.definitions.metrics import known_metric_patterns
-
-        for name in sorted(known_metric_patterns()):
-            click.echo(f"  {name}")
+    click.echo(validation_record(ctx.project_root, list(paths), list_metrics).text())

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import importlib.abc
 import importlib.util
+import inspect
 import os
 import sys
 import time
@@ -74,22 +75,29 @@ class _GRPOModuleFinder(importlib.abc.MetaPathFinder):
 
 def _patch(grpo_trainer: type) -> None:
     original = grpo_trainer.__init__
+    signature = inspect.signature(original)
 
     @functools.wraps(original)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         if _session is None or getattr(self, "_hypotrack_session", None) is not None:
-            original(self, *args, **kwargs)  # a subclass's __init__ chain: the outermost call attaches
+            original(self, *args, **kwargs)
             return
-        session = _new_session()
-        self._hypotrack_session = session
-        args, kwargs = _before_build(session, args, kwargs)
-        original(self, *args, **kwargs)
+        session = self._hypotrack_session = _arm_session()
+        # what the session changes before TRL's constructor runs: the model a planted fault builds the trainer
+        # with, and vLLM's engine, which the constructor builds
+        bound = signature.bind(self, *args, **kwargs)
+        given = bound.arguments
+        given["model"], peft_config = session.trainer_inputs(given["model"], given.get("peft_config"),
+                                                             given.get("args"))
+        if peft_config is not None or "peft_config" in given:
+            given["peft_config"] = peft_config
+        original(*bound.args, **bound.kwargs)
         _attach(self, session)
 
     grpo_trainer.__init__ = __init__
 
 
-def _new_session() -> Any:  # an ArmSession
+def _arm_session() -> Any:  # an ArmSession
     from hypotrack.errors import HypotrackError
     from hypotrack.session import ArmSession
 
@@ -100,38 +108,16 @@ def _new_session() -> Any:  # an ArmSession
         _fail(str(exc))
 
 
-def _before_build(session: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The trainer's arguments as the session changes them before TRL's constructor runs: the model it is built
-    with (a planted fault's), and vLLM's engine, which TRL builds in its constructor."""
-    assert _session is not None
-    args = list(args)
-    model = kwargs["model"] if "model" in kwargs or not args else args[0]
-    model, peft_config = session.trainer_inputs(model, kwargs.get("peft_config"))
-    if "model" in kwargs or not args:
-        kwargs["model"] = model
-    else:
-        args[0] = model
-    if "peft_config" in kwargs or peft_config is not None:
-        kwargs["peft_config"] = peft_config
-    config = kwargs.get("args", args[2] if len(args) > 2 else None)
-    if getattr(config, "use_vllm", False):  # before TRL builds vLLM's engine, as hypotrack's own worker does
-        from hypotrack.session import generator
-
-        generator.own_rendezvous_port()
-        generator.ready_engine(model, _session.spec.generator_dtype)
-    return tuple(args), kwargs
-
-
 def _attach(trainer: Any, session: Any) -> None:  # an ArmSession
     from hypotrack.errors import HypotrackError
 
     assert _session is not None
     spec = _session.spec
-    names = list(trainer.reward_func_names)
-    if spec.task_reward_name not in names:
+    if spec.task_reward_name not in trainer.reward_func_names:
         _fail(f"the experiment's task_reward {spec.task_reward_name!r} is not one of the reward functions this "
-              f"script's GRPOTrainer logs ({', '.join(names)}): set task_reward (and command.reward_functions) in "
-              f"experiment {spec.experiment_name!r} to the name TRL logs, rewards/<name>/mean")
+              f"script's GRPOTrainer logs ({', '.join(trainer.reward_func_names)}): set task_reward (and "
+              f"command.reward_functions) in experiment {spec.experiment_name!r} to the name TRL logs, "
+              "rewards/<name>/mean")
     try:
         session.attach(trainer)
     except HypotrackError as exc:

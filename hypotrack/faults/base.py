@@ -30,18 +30,22 @@ from typing import Any, ClassVar
 
 from hypotrack import units
 
-# What a fault can touch, by the name it declares in ``seams``.
+# What a fault or a treatment can touch, by the name it declares in ``seams``: a stage before the trainer exists,
+# something a built trainer holds, or one of TRL's seams (session/trl_seams.py's Seam, by its name in lower case;
+# tests/test_faults.py checks that each is here: this module stays free of the session's imports).
 SEAMS: dict[str, str] = {
     "config": "the arm's settings (GRPOConfig fields, data, LoRA), before the hypothesis's treatment",
     "model": "the model the trainer is built with (an adapter trained before the run)",
     "reward_functions": "the experiment's reward functions, in training and in the held-out evaluation",
-    "rewards": "the rewards TRL computed for a batch (its reward seam)",
-    "generate": "TRL's generation (its generate seam)",
     "generator_sync": "TRL's push of the trained weights to vLLM",
     "generator_dtype": "the dtype vLLM serves the model in",
     "loss": "the loss's settings on the built trainer (the KL coefficient)",
     "reference": "the KL reference TRL keeps for an adapter (its 'ref' adapter)",
     "input_embeddings": "the embeddings' hook that hands gradient checkpointing an input that requires grad",
+    "rewards": "the rewards TRL computed for a batch (its reward seam)",
+    "rollout": "a finished rollout, before the hooks and the loss see it (TRL's rollout seam)",
+    "generate": "TRL's generation (its generate seam)",
+    "logps": "the policy's per-token logprobs (TRL's logprob seam)",
     "train_sampler": "TRL's sampler, which puts a prompt's completions in one group",
     "scheduler": "the learning-rate schedule",
     "optimizer": "the optimizer and the weights it holds",

@@ -78,6 +78,7 @@ class GatesHook(DiagnosticHook):
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
         self.failures: list[GateFailure] = []
+        self.checked: set[str] = set()  # the gates that read their invariant at least once (silent ones held)
         self._optimizer_steps = 0
         self._fresh = False  # a rollout arrived and no optimizer step has used it yet
         self._variance = False
@@ -131,6 +132,7 @@ class GatesHook(DiagnosticHook):
         if "transform_gap_mean" in parity:
             gap = parity["transform_gap_mean"]
             out["sampling_gap_mean"] = gap
+            self.checked.add("parity")
             if gap > self.config.parity_gap:
                 self._fail("parity", "h14", step + 1,
                            f"the generator's logprobs of its sampled tokens differ from the scoring logprobs by "
@@ -144,6 +146,8 @@ class GatesHook(DiagnosticHook):
                 out["lora_gen_adapter_active_share"] = active
             if drift is not None:
                 out["lora_gen_checksum_rel_diff"] = drift
+            if self._optimizer_steps >= 1 and active is not None and drift is not None:
+                self.checked.add("lora")
             if self._optimizer_steps >= 1 and active is not None and drift is not None and (
                     active < 0.99 or drift > self.config.adapter_checksum_tol):
                 self._fail("lora", "h06", step + 1,
@@ -164,6 +168,7 @@ class GatesHook(DiagnosticHook):
         if parts.old_recomputed and self._fresh:
             diff = masked_max((policy - parts.old_per_token_logps.float()).abs(), parts.mask)
             out["ratio_logp_max_diff"] = diff
+            self.checked.add("ratio")
             if diff > self.config.logp_tol:
                 self._fail("ratio", "h08", step + 1,
                            f"on the first pass over a fresh batch the policy/old-policy ratio should be exactly 1, "
@@ -174,6 +179,7 @@ class GatesHook(DiagnosticHook):
             diff = masked_max(delta.abs(), parts.mask)
             kl = masked_mean(delta.exp() - delta - 1, parts.mask)
             out.update(ref_logp_max_diff=diff, ref_kl_mean=kl)
+            self.checked.add("ref_kl")
             if diff > self.config.logp_tol:
                 without_dropout = self._reference_gap_without_dropout(parts)
                 if without_dropout is not None:
@@ -217,6 +223,8 @@ class GatesHook(DiagnosticHook):
 
         # transformers clips before this event: the norm is the one the optimizer applies (0 stays 0)
         share, norm = gradient_reach(trained_parameters(ctx))
+        if self._variance:
+            self.checked.add("grad")
         if self._variance and not norm > 0.0:
             where = ("no trained adapter received a gradient (checkpointed layers whose inputs do not require "
                      "grad; adapters the optimizer does not update, such as B matrices frozen at zero, which also "
@@ -249,6 +257,8 @@ class GatesHook(DiagnosticHook):
             from hypotrack.hooks._util import unmoved_share
 
             share = unmoved_share(self._moving, self._before)
+            if self._moving:
+                self.checked.add("moved")
             self._moving, self._before = [], None
             out["unmoved_share"] = share
             if share >= UNMOVED_SHARE:

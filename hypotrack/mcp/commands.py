@@ -1,22 +1,17 @@
-"""The tools that have no library call of their own, answered by their CLI command inside the server's process.
+"""Where every tool reads (the server's --db and --project), and `triage` answered by its command in a child.
 
-`triage` (its library reads MLflow runs, which this process never imports) and `validate` run the
-same click command a user types, so an agent gets what it prints and, for bad input, the same
-one-paragraph message (never a traceback). Output is captured per call; a lock keeps two calls
-from capturing each other's lines. The MCP transport keeps its own handle on the real stdout, so
-the capture never reaches the protocol stream. The other read tools call hypotrack.investigation.
+`triage` reads MLflow runs as well as log files, and this process never imports MLflow; like `run`
+(training.py), it runs as the command a user types, in a child process: the tool answers with what the
+command prints with `--json`, or with its one-paragraph error. The other read tools call
+hypotrack.investigation in this process.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import threading
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
-
-import click
-
-_ONE_AT_A_TIME = threading.Lock()
 
 
 class CommandFailed(Exception):
@@ -34,26 +29,12 @@ class Where:
         return [*(["--db", self.db] if self.db else []), *(["--project", self.project] if self.project else [])]
 
 
-def answer(where: Where, *args: str) -> str:
-    """What `hypotrack <args>` prints on stdout; CommandFailed with what it prints on stderr when it fails."""
-    from hypotrack.cli import cli, friendly_error
-
-    out, err = io.StringIO(), io.StringIO()
-    with _ONE_AT_A_TIME, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            cli.main(args=[*where.global_options(), *args], prog_name="hypotrack", standalone_mode=False)
-            return out.getvalue()
-        except click.ClickException as exc:
-            exc.show(file=err)
-        except click.exceptions.Exit as exc:
-            if exc.exit_code == 0:
-                return out.getvalue()
-            err.write(f"Error: hypotrack {' '.join(args)} exited with code {exc.exit_code}\n")
-        except click.exceptions.Abort:
-            err.write("Aborted.\n")
-        except Exception as exc:  # the same edge as the CLI's main()
-            message, _ = friendly_error(exc)
-            if message is None:
-                raise
-            err.write(message + "\n")
-    raise CommandFailed(err.getvalue().strip())
+def run_command(where: Where, *args: str, timeout: float = 600) -> str:
+    """What `hypotrack <args>` prints on stdout, run in a child process; CommandFailed with its error otherwise."""
+    done = subprocess.run([sys.executable, "-m", "hypotrack.cli", *where.global_options(), *args],
+                          capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "NO_COLOR": "1"})
+    if done.returncode != 0:
+        raise CommandFailed(done.stderr.strip() or f"Error: hypotrack {' '.join(args)} exited with code "
+                                                     f"{done.returncode}")
+    return done.stdout

@@ -2,16 +2,17 @@
 
 Every tool answers with the text the CLI prints for the same command with `--json` (`report` and
 `validate`, which have no JSON form, with their text), and a refused input with the CLI's own
-one-paragraph message as an error result. status, next, show and report call the library
-(hypotrack.investigation) for their records; triage and validate run their CLI commands in this
-process (commands.py). The read-only tools import no torch, mlflow or trl; `run` trains in a child
-process (training.py).
+one-paragraph message as an error result. status, next, show, report and validate call the library
+(hypotrack.investigation) for their records; triage (which may read MLflow) and run (which trains)
+run as their commands in a child process (commands.py, training.py). This process imports no torch,
+mlflow or trl.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -21,9 +22,17 @@ from hypotrack import __version__
 from hypotrack.cli import friendly_error
 from hypotrack.definitions.loader import SpecError
 from hypotrack.errors import HypotrackError
-from hypotrack.investigation import Hypotheses, next_record, record_json, report_markdown, show_record, status_record
+from hypotrack.investigation import (
+    Hypotheses,
+    next_record,
+    record_json,
+    report_markdown,
+    show_record,
+    status_record,
+    validation_record,
+)
 from hypotrack.mcp import GUIDE
-from hypotrack.mcp.commands import CommandFailed, Where, answer
+from hypotrack.mcp.commands import CommandFailed, Where, run_command
 from hypotrack.mcp.training import RunRequest, run_streaming
 from hypotrack.registry import Registry, RegistryError
 
@@ -109,13 +118,17 @@ def build(where: Where) -> MCPServer:
         measures the task. The ranking is recorded in the registry; `next` then starts from its top suspect."""
         options = [*(["--tracking-uri", tracking_uri] if tracking_uri else []),
                    *(["--task-reward", task_reward] if task_reward else [])]
-        return _command(lambda: answer(where, "triage", source, *options, "--json"))
+        return _command(lambda: run_command(where, "triage", source, *options, "--json"))
 
     @server.tool(annotations=READS)
     def validate(paths: list[str] | None = None) -> CallToolResult:
         """Check the hypothesis and experiment files (all of them, or the given paths); every problem is
         reported as file:line: key: message (`hypotrack validate`)."""
-        return _command(lambda: answer(where, "validate", *(paths or [])))
+        try:
+            return _text(validation_record(Path(where.project) if where.project else None,
+                                           [Path(p) for p in paths or []]).text())
+        except REFUSED as exc:
+            return _refusal(exc)
 
     @server.tool(annotations=READS)
     def report() -> CallToolResult:

@@ -17,7 +17,7 @@ parts, in the order `attach` puts them on, each wrapping the seams it needs outs
 
 The reward functions get their layers the same way, whoever built the trainer (`reward_functions`): the
 faults', the treatments', then the counting. Before the trainer is built, `trainer_inputs` lets the faults
-change the model it is built with (and session/generator.py readies vLLM's engine). `finish` writes the arm's files: samples.json,
+change the model it is built with and readies vLLM's engine (session/generator.py). `finish` writes the arm's files: samples.json,
 grpo_config.json, reward_errors.json and each hook's artifacts.
 """
 
@@ -46,7 +46,7 @@ class ArmSession:
                  treatments: list[Any] | None = None, task_reward: str | None = None,
                  task_index: int | None = None, reference_column: str | None = None, events: EventWriter | None = None,
                  max_steps: int | None = None, guards: bool = True, samples: bool = True,
-                 sample_every: int = 10) -> None:
+                 sample_every: int = 10, generator_dtype: str = "auto") -> None:
         """``hooks``, ``faults`` and ``treatments`` are built units; the task reward is the trainer's reward
         function at ``task_index``, else the one TRL logs as ``task_reward``, else its heaviest (the first of
         equals); ``events`` the runner's
@@ -58,6 +58,7 @@ class ArmSession:
         self.task_reward, self.fixed_task_index = task_reward, task_index
         self.reference_column = reference_column
         self.events, self.max_steps = events, max_steps
+        self.generator_dtype = generator_dtype  # the dtype vLLM serves in, where the trainer generates with it
         self.guards = guards
         self.samples = SampleKeeper(sample_every) if samples else None
         self.reward_errors = RewardErrorLog()
@@ -81,7 +82,7 @@ class ArmSession:
         return cls(hooks=build_hooks(spec.hooks, spec.hook_settings), faults=build_faults(spec.plant),
                    treatments=build_treatments(spec.treatments), task_reward=spec.task_reward_name,
                    task_index=task_index, reference_column=spec.data.get("reference_column"), events=events,
-                   max_steps=spec.max_steps)
+                   max_steps=spec.max_steps, generator_dtype=spec.generator_dtype)
 
     # ----------------------------------------------------------------- before the trainer is built
 
@@ -101,13 +102,18 @@ class ArmSession:
         self._layered |= {id(f) for f in functions}
         return functions
 
-    def trainer_inputs(self, model: Any, peft_config: Any) -> tuple[Any, Any]:
+    def trainer_inputs(self, model: Any, peft_config: Any, config: Any) -> tuple[Any, Any]:
         """(model, peft_config) as the trainer is built with them: the faults' changes (an adapter trained before
-        the run; a script that loads its model by name is left as it is)."""
-        if not hasattr(model, "parameters"):
-            return model, peft_config
-        for fault in self.faults:
-            model, peft_config = fault.model(model, peft_config)
+        the run; a script that loads its model by name is left as it is), and vLLM's engine readied where the
+        config generates with it (TRL builds the engine in the trainer's constructor)."""
+        if hasattr(model, "parameters"):
+            for fault in self.faults:
+                model, peft_config = fault.model(model, peft_config)
+        if getattr(config, "use_vllm", False):
+            from hypotrack.session import generator
+
+            generator.own_rendezvous_port()
+            generator.ready_engine(model, self.generator_dtype)
         return model, peft_config
 
     # ----------------------------------------------------------------- attaching

@@ -6,7 +6,7 @@ hypotrack's own arms and a user's script (a command experiment) alike, without a
 
 A treatment describes itself on its class: its ``name`` (the key in a hypothesis's `treatment:` and the flag
 ``--<name>`` of `hypotrack run`), the hypothesis whose cause it ``fixes``, the flag's ``help``, the ``seams``
-it touches (session/trl_seams.py) and its ``Settings`` (a dataclass: one field per knob, with a docstring under
+it touches (faults/base.py SEAMS) and its ``Settings`` (a dataclass: one field per knob, with a docstring under
 it). It overrides the stages it acts at, each called for the treatment arm only:
 
 - `reward_functions(functions)`: the experiment's reward functions;

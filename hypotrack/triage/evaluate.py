@@ -146,10 +146,15 @@ def rank(log: RunLog, hypotheses: dict, requirements: dict[str, Requirement]) ->
             if known is not None and known.met is False:
                 entry.not_applicable.append(f"needs {REQUIREMENTS[word]}, and {known.why}")
         ranked.append(entry)
+    return order(ranked), unranked
+
+
+def order(ranked: list[Ranked]) -> list[Ranked]:
+    """By evidence, then priority, then id; one that cannot apply to the run last. Numbers the ranks."""
     ranked.sort(key=lambda r: (bool(r.not_applicable), -r.evidence, PRIORITY_RANK[r.priority], r.id))
     for position, entry in enumerate(ranked, start=1):
         entry.rank = position
-    return ranked, unranked
+    return ranked
 
 
-__all__ = ["AllOf", "Ranked", "Reading", "SUSPECT_THRESHOLD", "SignatureResult", "rank"]
+__all__ = ["AllOf", "Ranked", "Reading", "SUSPECT_THRESHOLD", "SignatureResult", "order", "rank"]

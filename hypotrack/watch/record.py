@@ -1,4 +1,5 @@
-"""The end of a watched run: its log (TRL's keys and the hooks' ``diag/*``) triaged, the ranking recorded.
+"""The end of a watched run: its log (TRL's keys and the hooks' ``diag/*``) triaged with what the live gates
+found (triage/live_gates.py), the ranking recorded.
 
 The run's log history is saved where transformers keeps it (``<output_dir>/trainer_state.json``, what
 ``trainer.save_state()`` writes), so the recorded source is a folder `hypotrack triage` reads again.
@@ -18,11 +19,15 @@ def record_run(session: Any, trainer: Any) -> tuple[Any, str]:  # a Watch, a GRP
     """(the TriageReport, the registry's triage id) of the run ``trainer`` just ended."""
     from hypotrack.registry import open_registry, store
     from hypotrack.triage import triage
+    from hypotrack.triage.live_gates import weigh_gates
 
     trainer.save_state()
     folder = Path(trainer.args.output_dir)
     task_reward = trainer.reward_func_names[session.tap.task_index]
-    report = triage(str(folder), load_library().hypotheses, task_reward=task_reward)
+    hypotheses = load_library().hypotheses
+    report = triage(str(folder), hypotheses, task_reward=task_reward)
+    report.ranking = weigh_gates(report.ranking, hypotheses, [(f.gate, f.hypothesis, f.step, f.message)
+                                                             for f in session.failures()], session.held_gates())
     watched = {
         "outcome": session.outcome, "hooks": session.hook_names, "crash_cause": session.crash_cause,
         "stopped_by": _failure(session.stopped_by) if session.stopped_by is not None else None,

@@ -105,6 +105,15 @@ class Watch(TrainerCallback):
     def failures(self) -> list[GateFailure]:
         return list(self.gates.failures) if self.gates is not None else []
 
+    def held_gates(self) -> list[tuple[str, str]]:
+        """(gate, hypothesis) of each gate that checked the run and found nothing."""
+        from hypotrack.hooks.gates import GATE_HYPOTHESES
+
+        if self.gates is None:
+            return []
+        failed = {f.gate for f in self.gates.failures}
+        return [(gate, GATE_HYPOTHESES[gate]) for gate in sorted(self.gates.checked - failed)]
+
     # ----------------------------------------------------------------- the end of the run
 
     def finish(self, outcome: str) -> None:

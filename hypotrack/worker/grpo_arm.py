@@ -69,12 +69,10 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
     # the functions as this arm trains with them, and as the held-out evaluation scores with them
     rewards = session.reward_functions([import_object(path, spec.experiment_dir, "reward function")
                                         for path in spec.rewards], spec.task_reward_index)
-    model, peft_config = session.trainer_inputs(model, build_peft_config(spec))
-    if spec.grpo.get("use_vllm"):
+    if spec.grpo.get("use_vllm"):  # before accelerate fills in its default port, which two arms would share
         generator.own_rendezvous_port()
     args = build_config(spec, out_dir)
-    if args.use_vllm:  # before the trainer builds vLLM's engine
-        generator.ready_engine(model, spec.generator_dtype)
+    model, peft_config = session.trainer_inputs(model, build_peft_config(spec), args)
     evaluation = _evaluation(spec, args, heldout, tokenizer, rewards)
     before = evaluate(model, tokenizer, evaluation) if evaluation else {}
     if before:

@@ -38,6 +38,8 @@ FAULTY = [
                                                            "--freeze", "lora_a_only"], "grad", "h19", (1, 2)),
     ("grad: peft_config lora_B frozen", ["--setup", "peft_config", "--fault", "no_gradient"], "grad", "h19", (1, 2)),
     ("grad: full own checkpointing", ["--setup", "full", "--lr", "3e-4", "--fault", "no_gradient"], "grad", "h19", (1, 2)),
+    ("moved: peft_config own optimizer built before the adapters", [
+        "--setup", "peft_config", "--beta", "0.04", "--fault", "own_optimizer_before_peft"], "moved", "h25", (1, 2)),
     ("parity: peft_model sampled at 0.7", ["--setup", "peft_model",
                                            "--fault", "sampling_temperature_not_scored"], "parity", "h14", 1),
     ("parity: full-accum2 sampled at 0.7", ["--setup", "full", "--grad-accum", "2", "--lr", "3e-4",

@@ -33,11 +33,14 @@ FAULTS = {
     "no_gradient": "nothing trainable is reached by the loss (h19's grad gate)",
     "sampling_temperature_not_scored": "sampled at temperature 0.7, scored at 1.0 (h14's parity gate)",
     "lora_not_synced": "the generator samples without the trained adapters (h06's lora gate)",
+    "own_optimizer_before_peft": "the script's own AdamW over model.parameters(), passed with a peft_config: it holds "
+                                 "none of the adapters TRL adds (h25's moved gate)",
 }
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
 SETUPS = ["peft_model", "peft_model_sft", "peft_config", "full"]
 # What each gate logs at a step (the reading a failure reports).
 READINGS = ("diag/gates/ratio_logp_max_diff", "diag/gates/ref_logp_max_diff", "diag/gates/grad_norm",
+            "diag/gates/unmoved_share",
             "diag/gates/sampling_gap_mean", "diag/gates/lora_gen_adapter_active_share",
             "diag/gates/lora_gen_checksum_rel_diff")
 
@@ -134,9 +137,12 @@ def build(out: Path, args: argparse.Namespace, stage: int = 0) -> Any:
         freeze(model, args.freeze)
     if fault == "no_gradient" and args.setup == "full":  # its own reentrant checkpointing over frozen embeddings
         checkpoint_layers_over_frozen_embeddings(model)
+    optimizers = (None, None)
+    if fault == "own_optimizer_before_peft":  # built before TRL wraps the model with the adapters
+        optimizers = (torch.optim.AdamW(model.parameters(), lr=args.lr), None)
     trainer = GRPOTrainer(model=model, reward_funcs=[correct, short], args=GRPOConfig(**settings),
                           train_dataset=questions(256, args.seed + stage), processing_class=tokenizer,
-                          peft_config=peft_config)
+                          peft_config=peft_config, optimizers=optimizers)
     if fault == "no_gradient" and args.setup != "full":  # lora_B frozen at zero: lora_A gets no gradient either
         for name, param in trainer.model.named_parameters():
             if "lora_B" in name:
