@@ -70,22 +70,28 @@ def test_frozen_adapter_is_flagged_and_norms_move():
     h.close()
 
 
-def test_adapter_left_out_of_the_optimizer_is_untrainable():
-    """An adapter the optimizer never received is stuck by wiring, not by zero advantages."""
+def test_an_adapter_left_out_of_the_optimizer_is_h25s_reading_not_h06s():
+    """An adapter the optimizer never received gets a gradient and does not move: the optimizer_coverage hook (h25)
+    reads it; lora_sync's untrainable share (h06) counts only adapters that cannot get a gradient."""
     from types import SimpleNamespace
+
+    from hypotrack.hooks.optimizer_coverage import OptimizerCoverageHook
 
     model = tiny_model()
     left_out = {id(p) for n, p in model.named_parameters() if "layers.1.self_attn.v_proj.lora_" in n}
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad and id(p) not in left_out], lr=1e-2)
     ctx = StepContext(step=0, model=model, ref_model=None, trainer=SimpleNamespace(optimizer=opt))
-    h = LoraSyncHook(every=1)
+    h, coverage = LoraSyncHook(every=1), OptimizerCoverageHook()
     h.on_train_begin(ctx)
-    train_step(model, opt)
-    out = h.on_step_end(ctx)
-    assert out["untrainable_adapter_share"] == pytest.approx(0.25)
-    healthy = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2)
-    assert h.on_step_end(StepContext(step=1, model=model, ref_model=None,
-                                     trainer=SimpleNamespace(optimizer=healthy)))["untrainable_adapter_share"] == 0.0
+    train_step(model, opt)  # a first step, so every B leaves zero and every A gets a gradient at the next
+    model.zero_grad()
+    loss = model(torch.tensor([[1, 2, 3, 4]]), labels=torch.tensor([[1, 2, 3, 4]])).loss
+    loss.backward()
+    outside = coverage.on_before_optimizer_step(ctx)["outside_share"]
+    opt.step()
+    unmoved = coverage.on_step_end(ctx)["unmoved_share"]
+    assert h.on_step_end(ctx)["untrainable_adapter_share"] == 0.0
+    assert 0.0 < outside < 0.5 and 0.0 < unmoved < 0.5  # one adapter of four is outside, and did not move
     h.close()
 
 

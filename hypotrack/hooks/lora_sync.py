@@ -5,9 +5,9 @@ update ||scale * B @ A|| (computed as sqrt(trace((B^T B)(A A^T))), no d x d prod
 mean/min; `frozen_adapter_share` = share of adapters whose A and B are both bit-identical to train begin;
 `zero_b_share` = share whose B is all zeros (the adapter has no effect at all); `step_change_mean` =
 mean ||A - A_prev|| + ||B - B_prev|| since the previous report; `untrainable_adapter_share` = share of
-adapters whose A or B does not require grad or is in none of the optimizer's parameter groups (the
-adapters can never move, whatever the advantages say: a wiring bug, unlike adapters that stay put
-because every advantage is zero).
+adapters whose A or B does not require grad (the adapters can never move, whatever the advantages say: a
+wiring bug, unlike adapters that stay put because every advantage is zero; an adapter the optimizer does
+not hold is h25's, read by the optimizer_coverage hook).
 
 `ref_equals_base` (every `every` steps): 1.0 when the weights the reference forward uses still equal the
 base weights at train begin (per-tensor sums, exact): under LoRA with ref_model None the reference is
@@ -126,17 +126,12 @@ class LoraSyncHook(DiagnosticHook):
             yield key, layer.lora_A[ad].weight, layer.lora_B[ad].weight, scale, layer, ad
 
     def _untrainable_share(self, ctx: StepContext) -> float:
-        optimizer = getattr(ctx.trainer, "optimizer", None)
-        optimized = None
-        if optimizer is not None and getattr(optimizer, "param_groups", None):
-            optimized = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        """The share of adapters whose A or B does not require grad (an adapter the optimizer does not hold is
+        h25's reading, hooks/optimizer_coverage.py)."""
         adapters = [(A, B) for _, A, B, *_ in self._adapters()]
         if not adapters:
             return 0.0
-        stuck = sum(not (A.requires_grad and B.requires_grad) or
-                    (optimized is not None and not (id(A) in optimized and id(B) in optimized))
-                    for A, B in adapters)
-        return stuck / len(adapters)
+        return sum(not (A.requires_grad and B.requires_grad) for A, B in adapters) / len(adapters)
 
     @staticmethod
     def _active(layer, ad) -> bool:
