@@ -30,6 +30,15 @@ def _skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str:
     return longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every marker declared in pyproject.toml is one CI step of its own: a test that carries two would run twice."""
+    steps = {line.split(":", 1)[0].strip() for line in config.getini("markers")}
+    doubled = {item.nodeid: sorted(found) for item in items
+               if len(found := {mark.name for mark in item.iter_markers()} & steps) > 1}
+    if doubled:
+        raise pytest.UsageError(f"tests marked for two CI steps (each would run in both): {doubled}")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # a pytest hook wrapper
     """Under CI=true a skipped test fails, naming what it would have skipped for (an expected failure stays one)."""

@@ -37,7 +37,7 @@ from interrupt_support import (
     run_connect_trial,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.interrupt_matrix]
+pytestmark = pytest.mark.interrupt_matrix
 
 TRIALS = matrix()
 assert len(TRIALS) == 30 and len({t.id for t in TRIALS}) == 30

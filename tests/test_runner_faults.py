@@ -13,7 +13,7 @@ from runner_support import alive, cli, env_for, mlflow_runs, registry_rows, star
 
 # Interrupts of two-arm runs, with the exact exit codes and MLflow states: they run with the interrupt
 # matrix (tests/test_interrupt_matrix.py) in its own CI step, outside the default run's 15 minutes.
-pytestmark = [pytest.mark.slow, pytest.mark.interrupt_matrix]
+pytestmark = pytest.mark.interrupt_matrix
 
 LONG = ["--seeds", "1", "--batch-size", "8", "--num-generations", "4", "--parallel", "2"]
 

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
 
 PROJECT = Path(__file__).resolve().parent / "user_side"
 SEED_HYPOTHESES = ["h01", "h02", "h03", "h04", "h05", "h06"]
@@ -30,6 +29,7 @@ ROWS = {  # run -> the hypothesis its bug should validate (None: healthy)
 STEPS = 8
 
 
+@pytest.mark.slow
 def test_user_side_bugs_validate_their_own_hypothesis_only(tmp_path: Path, toy_cache: Path, monkeypatch) -> None:
     from hypotrack.definitions import Project, load_library
     from hypotrack.registry import open_registry

@@ -39,7 +39,8 @@ def run_script(tmp_path: Path, toy_cache: Path, *args: str, expect_rc: int = 0,
     done = subprocess.run(command, capture_output=True, text=True, env={**_env(tmp_path, toy_cache), **(env or {})},
                           cwd=tmp_path, timeout=600)
     assert done.returncode == expect_rc, done.stderr[-4000:]
-    results = [json.loads(line[len(MARKER):]) for line in done.stdout.splitlines() if line.startswith(MARKER)]
+    # Processes under one launcher share the pipe: another rank's unfinished line may precede a result line.
+    results = [json.loads(line.split(MARKER, 1)[1]) for line in done.stdout.splitlines() if MARKER in line]
     assert results, done.stdout[-2000:]
     return results, done.stderr
 

@@ -49,16 +49,16 @@ class ArmSession:
                  sample_every: int = 10, generator_dtype: str = "auto") -> None:
         """``hooks``, ``faults`` and ``treatments`` are built units; the task reward is the trainer's reward
         function at ``task_index``, else the one TRL logs as ``task_reward``, else its heaviest (the first of
-        equals); ``events`` the runner's
-        stream (None: nothing is streamed, as under `watch`); ``guards``: stop on a NaN loss, non-finite weights,
-        no task signal, and count reward errors; ``samples``: keep samples for samples.json."""
+        equals); ``events`` is the runner's stream (None: nothing is streamed, as under `watch`); ``guards``: stop
+        on a NaN loss, non-finite weights or no task signal, and count reward errors; ``samples``: keep samples
+        for samples.json; ``generator_dtype``: the dtype vLLM serves in, where the trainer generates with it."""
         self.hookset = HookSet(hooks or [])
         self.faults = list(faults or [])
         self.treatments = list(treatments or [])
         self.task_reward, self.fixed_task_index = task_reward, task_index
         self.reference_column = reference_column
         self.events, self.max_steps = events, max_steps
-        self.generator_dtype = generator_dtype  # the dtype vLLM serves in, where the trainer generates with it
+        self.generator_dtype = generator_dtype
         self.guards = guards
         self.samples = SampleKeeper(sample_every) if samples else None
         self.reward_errors = RewardErrorLog()
