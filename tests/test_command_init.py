@@ -9,6 +9,7 @@ registry; nothing here trains except the tests marked slow.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -90,9 +91,22 @@ def test_a_command_with_no_recognised_argument_writes_a_file_every_command_reads
         done = cli(args, env, project)
         assert done.returncode == 0, (args, done.stderr)
         assert "command.treatments" not in done.stderr
-    refused = cli(["run", "h03", "--experiment", "my_script", "--dry-run"], env, project)
+    refused = cli(["run", "h23", "--experiment", "my_script", "--dry-run"], env, project)
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
-    assert "command.treatments has no mapping for kl_beta" in refused.stderr  # the mapping to add, not a schema error
+    assert "command.treatments has no mapping for loss_type" in refused.stderr  # the mapping to add, not a schema error
+
+
+def test_a_hypothesis_that_does_not_apply_is_recorded_so_before_a_missing_flag_could_refuse_it(tmp_path: Path,
+                                                                                                project: Path) -> None:
+    env = user_env(tmp_path, project)
+    init_command(project, env, "python train.py")
+    # h03 needs a KL term and the script declares no beta (TRL's default is 0): the hypothesis does not apply, which
+    # is recorded, before its treatment's kl_beta, which no flag of the script takes, could refuse the run
+    recorded = cli(["run", "h03", "--experiment", "my_script"], env, project)
+    assert recorded.returncode == 0, recorded.stderr
+    assert "not applicable" in recorded.stdout and "beta is 0" in recorded.stdout, recorded.stdout
+    status = json.loads(cli(["status", "--json"], env, project).stdout)
+    assert next(row for row in status if row["id"] == "h03")["status"] == "not_applicable", status
 
 
 def test_the_command_runs_where_it_was_typed(tmp_path: Path, project: Path) -> None:

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-
 PROJECT = Path(__file__).resolve().parent / "user_side"
 SEED_HYPOTHESES = ["h01", "h02", "h03", "h04", "h05", "h06"]
 ROWS = {  # run -> the hypothesis its bug should validate (None: healthy)

@@ -93,14 +93,15 @@ def prepare_test(library: Library, hypothesis_id: str, *, experiment: str | None
         raise HypotrackError(str(exc)) from None
     for name in overrides.plant or []:
         _check_fault(name)
-    specs = resolve_arms(hypothesis, exp, exp_path, overrides, seeds=list(range(seeds)) if seeds else None,
-                         arms=arms, deterministic=deterministic)
+    # Requirements first: a hypothesis that does not apply to the run is recorded so, whatever its treatment needs
     unmet = unmet_requirements(hypothesis, control_spec(hypothesis, exp, exp_path, overrides))
+    specs = resolve_arms(hypothesis, exp, exp_path, overrides, seeds=list(range(seeds)) if seeds else None,
+                         arms=arms, deterministic=deterministic, applies=not unmet)
     chosen = sorted({spec.arm for spec in specs}, key=[spec.arm for spec in specs].index)
 
     def resolve_seeds(new_seeds: list[int]) -> list[ArmSpec]:  # --more-seeds and --seeds auto add seeds
         return resolve_arms(hypothesis, exp, exp_path, overrides, seeds=new_seeds, arms=chosen,
-                            deterministic=deterministic, adding_seeds=True)
+                            deterministic=deterministic, adding_seeds=True, applies=not unmet)
 
     return PreparedTest(hypothesis, library.hypothesis_files[hypothesis.id], specs, dict(flags or {}), unmet,
                     resolve_seeds if exp.command is not None else None)

@@ -82,13 +82,13 @@ def run_test(
     from hypotrack.registry import queries, store
     from hypotrack.tracking import Tracker, close_orphaned_runs
 
-    preflight(specs)
-    output_root = options.output_dir or Path.cwd() / "outputs"
-    check_output_dir(output_root)
-    launchers.check(options.launch)
     control = next((s for s in specs if s.arm == "control"), None)
     if unmet is None:  # what the hypothesis requires is checked on the user's run, never on the treatment
         unmet = unmet_requirements(hypothesis, control) if control is not None else []
+    preflight([] if unmet else specs)  # a test that does not apply trains nothing: nothing of it need load
+    output_root = options.output_dir or Path.cwd() / "outputs"
+    check_output_dir(output_root)
+    launchers.check(options.launch)
     tracker = Tracker(options.tracking_uri)
     close_orphaned_runs(registry, tracker)
     arms_used = sorted({s.arm for s in specs}, key=ARMS.index)

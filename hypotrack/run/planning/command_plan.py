@@ -36,8 +36,10 @@ class CommandLine:
 
 
 def command_lines(hypothesis: Hypothesis, experiment: Experiment, experiment_path: Path, cli: Overrides,
-                  resolved: dict[str, dict[str, Any]], seed: int) -> dict[str, CommandLine]:
-    """arm -> its command line for one seed; raises HypotrackError for a change the script cannot take."""
+                  resolved: dict[str, dict[str, Any]], seed: int,
+                  arms: tuple[str, ...] = ("control", "treatment")) -> dict[str, CommandLine]:
+    """arm -> its command line for one seed, for the arms asked; raises HypotrackError for a change the script
+    cannot take."""
     command = experiment.command
     assert command is not None
     where = f"experiment {experiment.name!r} ({experiment_path})"
@@ -48,6 +50,8 @@ def command_lines(hypothesis: Hypothesis, experiment: Experiment, experiment_pat
     base = _base(command, experiment_path, seed, resolved["control"]["max_steps"])
     out = {}
     for arm, changes in (("control", setup), ("treatment", treatment)):
+        if arm not in arms:
+            continue
         line = CommandLine(list(base.argv), dict(base.env), base.cwd)
         for key, value in changes.items():
             # who asked for the change: a flag the user typed, or the hypothesis's own treatment

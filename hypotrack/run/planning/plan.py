@@ -125,10 +125,13 @@ def resolve_arms(
     arms: list[str] | None = None,
     deterministic: bool = False,
     adding_seeds: bool = False,
+    applies: bool = True,
 ) -> list[ArmSpec]:
     """One ArmSpec per arm x seed; raises HypotrackError for settings that cannot work.
 
-    adding_seeds: the seeds are added to earlier ones (--more-seeds, --seeds auto)."""
+    adding_seeds: the seeds are added to earlier ones (--more-seeds, --seeds auto).
+    applies: False where the hypothesis does not apply to the run (unmet_requirements): no arm trains, so a
+    command experiment's treatment is not mapped onto the script's flags, and a flag it lacks refuses nothing."""
     per_arm = _resolved_arms(hypothesis, experiment, cli)
     chosen_arms = arms or list(hypothesis.arms)
     for arm in chosen_arms:
@@ -151,7 +154,9 @@ def resolve_arms(
         _check_resolved(resolved, arm)
         for seed in chosen_seeds:
             spec = _arm_spec(hypothesis, experiment, experiment_path, arm, seed, resolved, deterministic)
-            specs.append(_with_command(spec, hypothesis, experiment, experiment_path, cli, per_arm))
+            if applies or arm == "control":
+                spec = _with_command(spec, hypothesis, experiment, experiment_path, cli, per_arm)
+            specs.append(spec)
     return specs
 
 
@@ -180,7 +185,7 @@ def _with_command(spec: ArmSpec, hypothesis: Hypothesis, experiment: Experiment,
         return spec
     from hypotrack.run.planning.command_plan import command_lines
 
-    line = command_lines(hypothesis, experiment, experiment_path, cli, per_arm, spec.seed)[spec.arm]
+    line = command_lines(hypothesis, experiment, experiment_path, cli, per_arm, spec.seed, (spec.arm,))[spec.arm]
     return spec.model_copy(update={"command": line.argv, "command_env": line.env, "command_cwd": line.cwd})
 
 
