@@ -31,6 +31,7 @@ class Tags:
     SAMPLES_ERROR = "hypotrack.samples_error"
     TRAINABLE_PARAMETERS = "hypotrack.trainable_parameters"
     DATASET_ROWS = "hypotrack.dataset_rows"
+    INFERRED = "hypotrack.inferred"  # the declarations filled in from the run itself, one sentence each
     STORE_DIR = "hypotrack.store_dir"  # on an experiment: the folder its artifact paths were written for
     NOTE = "mlflow.note.content"  # MLflow's run description
     PARENT = "mlflow.parentRunId"

@@ -27,7 +27,7 @@ data:
   loader: my_data:load            # experiments/my_data.py; or dataset: "org/name,config,split"
   size: 256                       # rows to train on
   eval_size: 64                   # held-out rows scored before and after training (0: none)
-  reference_column: answer        # each row's correct answer, for the task reward below: h13 and h11 need it
+  reference_column: answer        # each row's correct answer (h13, h11) [the task reward's own column argument]
                                   # (their reward check scores it against another row's answer)
   # max_prompt_length: 1024       # cut prompts to this many tokens (the cut is measured)
   # answer_span: [answer_start, answer_end]   # where the answer sits in each prompt (char offsets), so

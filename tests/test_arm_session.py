@@ -158,3 +158,31 @@ def test_each_treatment_declares_its_flag_and_the_run_settings_read_it() -> None
             "treatments", "treatment", cls.help, True)
     # a hypothesis names its treatment by the flag; the arm carries it by name
     assert "mask_non_policy_tokens" in hypotheses["h02"].treatment.model_dump(exclude_defaults=True)
+
+
+@pytest.mark.slow
+def test_a_run_that_declares_no_reference_column_gets_the_task_rewards_own_argument(tmp_path: Path,
+                                                                                    toy_cache: Path) -> None:
+    """The user's script declares no reference column; its task reward `arith_correct(completions, answer)` names
+    one, so the reward check (h13) scores the answers of `answer` and the verdict says what was inferred."""
+    from mlflow import MlflowClient
+
+    from hypotrack.toy.lab import ensure_model
+
+    env = env_for(tmp_path, toy_cache)
+    env["MY_MODEL_DIR"] = str(ensure_model("arith"))
+    result = cli(["run", "h13", "--experiment", str(SCRIPT), "--arms", "control", "--seeds", "1", "--max-steps", "2",
+                  "--output-dir", str(tmp_path / "outputs")], env, tmp_path, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (arm_dir,) = [p for p in (tmp_path / "outputs").glob("*/*") if (p / "events.jsonl").exists()]
+    config = next(e for e in _events(arm_dir) if e["event"] == "config")
+    sentence = ("reference answers: column `answer`, the task reward `arith_correct`'s own argument; override with "
+                "data.reference_column")
+    assert config["inferred"] == {"data.reference_column": sentence}
+    metrics = set().union(*(e["metrics"] for e in _events(arm_dir) if e["event"] == "metrics"))
+    assert "diag/reward_check/reference_beats_wrong_share" in metrics  # the check ran on the inferred column
+    shown = json.loads(cli(["show", "h13", "--json"], env, tmp_path).stdout)
+    assert f"inferred: {sentence}" in json.dumps(shown), shown
+    client = MlflowClient(env["MLFLOW_TRACKING_URI"])
+    runs = [run for exp in client.search_experiments() for run in client.search_runs([exp.experiment_id])]
+    assert [run.data.tags.get("hypotrack.inferred") for run in runs if run.data.tags.get("hypotrack.arm")] == [sentence]

@@ -56,7 +56,8 @@ class CommandSpec(_Strict):
                                        "task_reward_only, ...; set: {GRPOConfig field: mapping}) -> the script's "
                                        "flags or environment variables.")
     reference_column: str | None = Field(None, description="The column of the script's dataset holding each "
-                                         "row's correct answer (the reward check, h13 and h11, scores it).")
+                                         "row's correct answer (the reward check, h13 and h11, scores it); undeclared, the task "
+                                         "reward's own argument that is a column, and the verdict says so.")
     reward_functions: list[str] = Field(default_factory=list, description="The names the script's reward "
                                         "functions are logged under (TRL's rewards/<name>/mean), task reward "
                                         "first unless task_reward names another.")

@@ -38,11 +38,16 @@ def _manifest(module: str, attribute: str) -> object:
     try:
         return getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError):  # a component not installed contributes no names
-        return {} if attribute == "HOOK_METRICS" else []
+        return {} if attribute in ("HOOK_METRICS", "HOOK_READS") else []
 
 
 def hook_metrics() -> dict[str, list[str]]:
     return dict(_manifest("hypotrack.hooks.manifest", "HOOK_METRICS"))  # type: ignore[arg-type]
+
+
+def hook_reads() -> dict[str, tuple[str, ...]]:
+    """hook -> the experiment's declarations it reads (data.reference_column)."""
+    return dict(_manifest("hypotrack.hooks.manifest", "HOOK_READS"))  # type: ignore[arg-type]
 
 
 def hook_setting_names(hook: str) -> set[str]:

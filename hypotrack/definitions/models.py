@@ -78,7 +78,9 @@ class DataSpec(_Strict):
     )
     reference_column: str | None = Field(
         None, description="The column holding each row's correct answer, written as a completion would be: "
-        "hypotrack scores it (and another row's answer) with the reward functions to check they work (h13).",
+        "hypotrack scores it (and another row's answer) with the reward functions to check they work (h13). "
+        "Undeclared, it is the task reward's own argument that is a column (def exact(completions, answer, "
+        "**kwargs) reads `answer`), and the verdict says so.",
     )
     eval_size: int = Field(
         64, **VALUE_BOUNDS["data.eval_size"].pydantic(),

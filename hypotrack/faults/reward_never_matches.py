@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -28,5 +29,6 @@ def never_matches(original: Callable[..., list[float]]) -> Callable[..., list[fl
         original(*args, **kwargs)  # the real function still runs (and can still raise); its verdict is lost
         return [0.0] * len(kwargs.get("completions", args[0] if args else []))
 
+    functools.update_wrapper(scored_zero, original)  # the user's signature stays readable (session/inference.py)
     scored_zero.__name__ = getattr(original, "__name__", "task_reward")
     return scored_zero

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,5 +49,6 @@ class VerifierTimeoutsScoredZero(PlantedFault):
                     scores.append(0.0)  # the bug: a failure to score is trained as a real score of 0
             return scores
 
+        functools.update_wrapper(scored_zero_on_timeout, original)  # the user's signature stays readable (session/inference.py)
         scored_zero_on_timeout.__name__ = getattr(original, "__name__", "task_reward")
         return scored_zero_on_timeout

@@ -130,6 +130,9 @@ class DiagnosticHook:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     metrics: ClassVar[tuple[str, ...]] = ()
+    # The experiment's declarations the hook reads (data.reference_column): where the session inferred one from the
+    # run (session/inference.py), the verdict of a hypothesis with this hook says what was inferred.
+    reads: ClassVar[tuple[str, ...]] = ()
     Settings: ClassVar[type] = NoSettings
     # A hook with nothing more to say (a check of the first steps, done) sets this False: the HookSet
     # stops calling it and stops building the events only it wanted.

@@ -22,6 +22,8 @@ HOOK_CLASSES: dict[str, type[DiagnosticHook]] = units.discover("hypotrack.hooks"
                                                                "diagnostics hook")
 HOOK_METRICS: dict[str, list[str]] = {name: list(cls.metrics) for name, cls in HOOK_CLASSES.items()}
 HOOK_DESCRIPTIONS: dict[str, str] = {name: cls.description for name, cls in HOOK_CLASSES.items()}
+# The experiment's declarations each hook reads (hooks/base.py `reads`).
+HOOK_READS: dict[str, tuple[str, ...]] = {name: cls.reads for name, cls in HOOK_CLASSES.items() if cls.reads}
 # Settings each hook accepts: name -> type.
 HOOK_SETTINGS: dict[str, dict[str, type]] = {
     name: {f.name: units.setting_type(cls.Settings, f) for f in dataclasses.fields(cls.Settings)}

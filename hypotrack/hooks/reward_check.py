@@ -10,7 +10,8 @@ the batch, the task reward function (by role) scores, the way TRL calls it:
 - `reference_beats_wrong_share`: rows where the reference scored strictly higher than the wrong
   answer (healthy: about 1; a reward that cannot tell them apart: 0; a wrong sign: 0).
 - `reference_reward_mean`, `wrong_reward_mean`: their mean scores; `checked_rows`.
-Nothing is reported when the experiment declares no reference column (the criteria say how to).
+The reference column is the experiment's declaration, else the task reward's own argument that is a column
+(session/inference.py). Nothing is reported where neither names one (the criteria say how to declare it).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class RewardCheckHook(DiagnosticHook):
     metrics = (
         "reference_beats_wrong_share", "reference_reward_mean", "wrong_reward_mean", "checked_rows",
     )
+    reads = ("data.reference_column",)
 
     @dataclass(frozen=True)
     class Settings:

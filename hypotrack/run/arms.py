@@ -51,6 +51,7 @@ class ArmState:
     warnings: list[str] = field(default_factory=list)
     phase: str = ""  # what a running arm does before its first step (e.g. building the toy model)
     configured: bool = False  # its trainer was built (a CONFIG event came)
+    inferred: dict[str, str] = field(default_factory=dict)  # declaration -> the sentence stating what was inferred
 
     @property
     def elapsed(self) -> float:

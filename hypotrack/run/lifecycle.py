@@ -137,7 +137,7 @@ def run_test(
             series, all_seeds, repeats = without_repeats(series, all_seeds)  # identical runs are one seed
             verdict = pooled(decide(hypothesis, series, all_seeds, failed, trainer=specs[0].trainer,
                                     max_seeds=options.max_seeds), used)
-            verdict.summary += repeats
+            verdict.summary += repeats + stated_inferences(hypothesis, arms)
         log_outcome(tracker, parent_id, arms, verdict, out_root)
         if verdict.effect is not None:
             tracker.log_metrics(parent_id, verdict.effect.metrics(), 0)
@@ -157,6 +157,18 @@ def run_test(
                     pool_key=key, series=kept if state == "finished" else None)
         signals.restore(previous_handlers)
     return RunOutcome(test.id, state, verdict, arms, parent_id, tracker.uri, time.time() - started, out_root)
+
+
+def stated_inferences(hypothesis: Hypothesis, arms: list[ArmState]) -> str:
+    """The declarations the session filled in from the run (session/inference.py) that this hypothesis's hooks read,
+    as a sentence the verdict carries: the user sees what was decided for them and how to override it."""
+    from hypotrack.definitions.metrics import hook_reads
+
+    reads = hook_reads()
+    read = {declaration for name in hypothesis.hooks for declaration in reads.get(name, ())}
+    sentences = sorted({sentence for arm in arms for declaration, sentence in arm.inferred.items()
+                        if declaration in read})
+    return f" (inferred: {'; '.join(sentences)})" if sentences else ""
 
 
 def finish_test(registry: Registry, test_id: str, state: str, verdict: Verdict | None, error: str | None = None,

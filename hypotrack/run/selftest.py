@@ -30,7 +30,7 @@ from hypotrack.mlflow_names import Tags
 from hypotrack.protocol import ArmSpec
 from hypotrack.run.arms import ArmState, series_by_arm
 from hypotrack.run.launching.workers import run_workers
-from hypotrack.run.lifecycle import finish_test
+from hypotrack.run.lifecycle import finish_test, stated_inferences
 from hypotrack.run.planning.plan import resolve_arms, unmet_requirements
 from hypotrack.run.planning.preflight import preflight
 from hypotrack.run.recording.ending import end_runs
@@ -188,12 +188,13 @@ def run_selftest(library: Library, registry: Registry, tracker: Tracker, out_dir
             for spec in specs:
                 shared = unique[_unique_key(spec)]
                 cell_arms.append(ArmState(spec=spec, dir=shared.dir, status=shared.status, error=shared.error,
-                                          series=shared.series))
+                                          series=shared.series, inferred=shared.inferred))
             failed = {a.spec.key: a.error or a.status for a in cell_arms if a.status != "finished"}
             if (row, hyp_id) in unmet:
                 verdict = not_applicable(unmet[(row, hyp_id)])
             else:
                 verdict = decide(hypothesis, series_by_arm(cell_arms), seeds, failed, trainer=specs[0].trainer)
+                verdict.summary += stated_inferences(hypothesis, cell_arms)
             verdicts[(row, hyp_id)] = verdict
             # each cell is recorded as a test of its hypothesis, the way `hypotrack run` records one
             test = store.start_test_run(registry, hyp_id, experiment=specs[0].experiment_name if specs else "-",

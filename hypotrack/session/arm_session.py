@@ -31,7 +31,8 @@ from typing import Any
 from hypotrack.faults.base import PlantedFault
 from hypotrack.hooks.hookset import HookSet
 from hypotrack.protocol import Event, EventWriter, versions
-from hypotrack.session import guards, trl_seams
+from hypotrack.session import guards, inference, trl_seams
+from hypotrack.session.inference import Inference
 from hypotrack.session.reward_functions import RewardErrorLog, counted
 from hypotrack.session.samples import SampleKeeper
 from hypotrack.session.tap import TrainerTap
@@ -57,6 +58,7 @@ class ArmSession:
         self.treatments = list(treatments or [])
         self.task_reward, self.fixed_task_index = task_reward, task_index
         self.reference_column = reference_column
+        self.inferred: list[Inference] = []  # declarations filled in from the run itself (session/inference.py)
         self.events, self.max_steps = events, max_steps
         self.generator_dtype = generator_dtype
         self.guards = guards
@@ -124,6 +126,7 @@ class ArmSession:
         self.trainer = trainer
         if hasattr(trainer, "reward_func_names"):  # a callback attaching from Trainer.__init__ waits for train begin
             self.tap.task_index = self.task_index(trainer)
+            self.infer(trainer)
         for fault in self.faults:
             fault.attach(trainer)
         self._planted_rewards(trainer)
@@ -140,6 +143,17 @@ class ArmSession:
         if self.events is not None:
             self.events.emit(Event.CONFIG, **{**self.describe(trainer), **described})
         return self
+
+    def infer(self, trainer: Any) -> None:
+        """Fill in what the user did not declare and the run implies (once): the reference column from the task
+        reward's own arguments. Before the reward functions are layered, so the user's signature is read."""
+        if self.reference_column is not None or self.inferred:
+            return
+        columns = getattr(getattr(trainer, "train_dataset", None), "column_names", None) or []
+        found = inference.reference_column(trainer.reward_funcs[self.tap.task_index], columns)
+        if found is not None:
+            self.reference_column = self.tap.reference_column = found.value
+            self.inferred.append(found)
 
     def task_index(self, trainer: Any) -> int:
         names = list(trainer.reward_func_names)
@@ -235,7 +249,8 @@ class ArmSession:
                 "dataset_rows": _length(dataset), "heldout_rows": 0,
                 "dataset_digest": getattr(dataset, "_fingerprint", None),
                 "dataset_columns": list(getattr(dataset, "column_names", None) or []),
-                "model_source": getattr(trainer.model, "name_or_path", "")}
+                "model_source": getattr(trainer.model, "name_or_path", ""),
+                "inferred": {found.declaration: found.sentence for found in self.inferred}}
 
     # ----------------------------------------------------------------- during training
 
@@ -300,6 +315,7 @@ def _session_callback(session: ArmSession) -> Any:
     class SessionCallback(TrainerCallback):
         def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             session.tap.task_index = session.task_index(session.trainer)  # the trainer has its reward functions now
+            session.infer(session.trainer)
             session.tap.train_begin(session.trainer)
 
         def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:

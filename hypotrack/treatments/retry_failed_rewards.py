@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +77,7 @@ class RetryFailedRewards(Treatment):
                 rows = still
             return values
 
+        functools.update_wrapper(retried, func)  # the user's signature stays readable (session/inference.py)
         retried.__name__ = name_of(func)
         return retried
 

@@ -34,6 +34,7 @@ def record_run(session: Any, trainer: Any) -> tuple[Any, str]:  # a Watch, a GRP
         "gate_failures": [_failure(f) for f in session.failures()],
         "trainer": f"{type(trainer).__module__}.{type(trainer).__qualname__}",
         "report_to": list(trainer.args.report_to or []),
+        "inferred": [found.sentence for found in session.session.inferred],  # session/inference.py
     }
     url = session.registry_url
     if url is not None and "://" not in url:  # a file path, as the CLI's --db takes one

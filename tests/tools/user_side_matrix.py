@@ -25,6 +25,8 @@ ROWS: dict[str, str | None] = {
     # a seventh user's runs (platform_rewards.py), written after h20's and h24's thresholds were set
     "container_plus_minus": "h24", "grader_rpc_errors": "h24", "helpfulness_0_100": "h20",
     "safety_logits": "h20", "helpfulness_scaled": None,
+    # an eighth user's runs (quiz_rewards.py), none declaring its reference column: the task reward's argument names it
+    "quiz_distance_sign": "h13", "quiz_boxed_never_matches": "h13", "quiz_products_out_of_reach": "h11",
 }
 GRPO_HYPOTHESES = ["h01", "h02", "h03", "h04", "h05", "h06", "h11", "h12", "h13", "h14", "h15", "h16", "h17", "h18",
                    "h19", "h20", "h21", "h22", "h23", "h24", "h25"]

@@ -149,8 +149,10 @@ def _config(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
     grpo = event.get("grpo") or {}
     tracker.log_params(arm.run_id, {f"grpo.{k}": v for k, v in grpo.items() if k in INTERESTING_GRPO})
     tracker.log_dict(arm.run_id, grpo, "resolved/grpo_config.json")
+    arm.inferred = dict(event.get("inferred") or {})
     tracker.set_tags(arm.run_id, {Tags.TRAINABLE_PARAMETERS: event.get("trainable_parameters"),
-                                  Tags.DATASET_ROWS: event.get("dataset_rows")})
+                                  Tags.DATASET_ROWS: event.get("dataset_rows"),
+                                  **({Tags.INFERRED: "\n".join(arm.inferred.values())} if arm.inferred else {})})
     log_training_inputs(tracker, arm.run_id, arm.spec, event)
 
 
