@@ -186,6 +186,7 @@ def _save_trained_adapter(folder: Path) -> None:
 # signature with its value in the control (the script as written) and in the treatment.
 USER_WRITTEN_BUGS = [
     pytest.param("sums_script_resume.yaml", "h18", 3, "diag/reference_start/logp_max_diff", "first", id="h18-adapter-loaded-after-the-trainer"),
+    pytest.param("sums_script_warmup.yaml", "h18", 3, "diag/reference_start/logp_max_diff", "first", id="h18-full-fine-tuning-after-a-warm-up-in-memory"),
     pytest.param("sums_script_checkpointing.yaml", "h19", 4, "diag/gradient_flow/no_grad_share", "mean", id="h19-own-reentrant-checkpointing"),
     pytest.param("sums_script_schedule.yaml", "h22", 8, "diag/lr_schedule/spent_early", "max", id="h22-schedule-in-micro-batches"),
 ]

@@ -40,7 +40,7 @@ SEAMS: dict[str, str] = {
     "generator_sync": "TRL's push of the trained weights to vLLM",
     "generator_dtype": "the dtype vLLM serves the model in",
     "loss": "the loss's settings on the built trainer (the KL coefficient)",
-    "reference": "the KL reference TRL keeps for an adapter (its 'ref' adapter)",
+    "reference": "the KL reference TRL keeps: an adapter's 'ref' adapter, or full fine-tuning's reference model",
     "input_embeddings": "the embeddings' hook that hands gradient checkpointing an input that requires grad",
     "rewards": "the rewards TRL computed for a batch (its reward seam)",
     "rollout": "a finished rollout, before the hooks and the loss see it (TRL's rollout seam)",

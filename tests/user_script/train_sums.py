@@ -9,6 +9,8 @@ the bug of a script whose groups are not one prompt's. Three more of its options
 
 - `--resume-adapter DIR` loads an adapter trained before (SFT) into the policy after the trainer is built,
   so TRL's reference is still the base model with the adapters off (h18's cause).
+- `--warmup-sft N` (with --no-peft): N steps of supervised warm-up on the sums, in memory, before the trainer is
+  built; TRL loads the full-fine-tuning reference from the model's path, the weights before the warm-up (h18's).
 - `--lr-scheduler linear --accumulation 4`: the subclass builds its own linear schedule over
   max_steps / accumulation updates, where TRL's max_steps already counts optimizer updates (h22's).
 - `--freeze-embeddings --checkpoint-layers reentrant` (with --no-peft): the script checkpoints each layer
@@ -58,6 +60,23 @@ def load_model(args):
     return model
 
 
+def warm_up(model, tokenizer, steps: int, seed: int) -> None:
+    """A short SFT before RL, as recipes do: the questions with their answers, next-token loss, in memory."""
+    import torch
+
+    rows = load_sums(64, seed + 1000)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model.train()
+    for step in range(steps):
+        batch = rows.select(range((step * 8) % 64, (step * 8) % 64 + 8))
+        encoded = tokenizer([f"{p}{a}" for p, a in zip(batch["prompt"], batch["answer"])], return_tensors="pt",
+                            padding=True)
+        labels = encoded["input_ids"].masked_fill(encoded["attention_mask"] == 0, -100)
+        model(**encoded, labels=labels).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
 def checkpointed(forward, checkpoint):
     def run(hidden_states, *rest, **kwargs):
         return checkpoint(lambda h: forward(h, *rest, **kwargs), hidden_states, use_reentrant=True)
@@ -83,6 +102,7 @@ def main() -> None:
     parser.add_argument("--crash-at-step", type=int, default=0)
     parser.add_argument("--spread-prompts", action="store_true")
     parser.add_argument("--resume-adapter", default="")
+    parser.add_argument("--warmup-sft", type=int, default=0)
     parser.add_argument("--lr-scheduler", choices=["constant", "linear"], default="constant")
     parser.add_argument("--accumulation", type=int, default=1)
     parser.add_argument("--freeze-embeddings", action="store_true")
@@ -152,7 +172,12 @@ def main() -> None:
         bf16=False, dataloader_num_workers=0, disable_tqdm=True, reward_weights=[1.0, 0.1])
     lora = None if args.no_peft else LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj",
                                                                                     "o_proj"], task_type="CAUSAL_LM")
-    trainer = SumsTrainer(model=load_model(args), reward_funcs=[sum_correct, terse], args=config,
+    model = load_model(args)
+    if args.warmup_sft:
+        from transformers import AutoTokenizer
+
+        warm_up(model, AutoTokenizer.from_pretrained(args.model), args.warmup_sft, args.seed)
+    trainer = SumsTrainer(model=model, reward_funcs=[sum_correct, terse], args=config,
                           train_dataset=load_sums(256, args.seed), peft_config=lora, callbacks=[CrashAt()])
     if args.resume_adapter:  # continue from the SFT adapter
         from peft import load_peft_weights, set_peft_model_state_dict
