@@ -44,6 +44,14 @@ def compare(value: float, op: str, threshold: float) -> bool:
     return bool(OPERATORS[op](value, threshold))
 
 
+def closeness(value: float, op: str, threshold: float) -> str:
+    """How far a reading sits from its threshold, in words: relative to the threshold, or absolute where it is 0.
+    A reading of one run has no seeds to measure its noise by: this says how much room it leaves."""
+    gap = abs(value - threshold)
+    size = f"{gap / abs(threshold):.0%}" if threshold else f"{gap:.3g}"
+    return f"{size} {'past' if compare(value, op, threshold) else 'short of'} its threshold"
+
+
 def aggregate_steps(points: list[tuple[int, float]], how: str, k: int) -> float | None:
     """One number from a metric's (step, value) points by the aggregation ``how`` (the module docstring)."""
     values = [(s, v) for s, v in sorted(points) if v is not None and math.isfinite(v)]

@@ -16,6 +16,7 @@ Status, signature first:
     signature absent  + effect helps                -> partial (something else is at work)
     signature absent  + no help or undetermined     -> invalidated
     signature undecided                             -> inconclusive, saying what would decide it
+    (a deciding reading within its seeds' noise of its threshold leaves the signature undecided)
     a requirement the run lacks                     -> not_applicable (nothing trained, nothing ruled out)
 
 An effect that was not tested (no treatment arm, or checks that are their own test: parity, critic)
@@ -28,6 +29,14 @@ readings agree with the verdict: every deciding criterion passes on that seed, a
 took part in the status (confirmed, partial), the seed's treatment difference points the same way.
 Two agreeing seeds give 0.75, three 0.80, ten 0.92; it is None where nothing was decided.
 
+A reading decides only where it stands clear of its threshold. Where every seed passes a criterion but the
+seeds' mean lies closer to the threshold than sd * sqrt(2 / n) (n >= 2 seeds; the typical gap between this
+mean and the mean of n more seeds: two seeds' own spread, sd, at n = 2), a repeat of the test could land on
+the other side, and a clause whose every holding reading is that close leaves the signature undecided.
+The verdict then names the reading and how many more seeds would decide it: the n at which the margin falls
+below the distance, n > 2 (sd / distance)^2, the seed-to-seed spread staying as measured. Seeds that
+disagree are left to the criterion's seed rule (all, majority, any, mean), as before.
+
 Every verdict has a one-line headline (at most HEADLINE_WIDTH characters) for tables, and the full
 evidence in `summary` for `show` and MLflow. Pure Python plus scipy.stats: the runner hands in the
 series it collected from the workers.
@@ -35,6 +44,7 @@ series it collected from the workers.
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +68,30 @@ class CriterionResult:
         """Whether this seed's own value passes the criterion."""
         value = self.per_seed.get(seed)
         return value is not None and self.criterion.holds(value)
+
+    def noise(self) -> tuple[float, float] | None:
+        """(the seeds' mean's distance from the threshold, the margin that mean must clear); None under two seeds.
+        The margin, sd * sqrt(2 / n), is how far the mean of n more seeds typically lands from this one."""
+        values = [self.criterion.compared(v) for v in self.per_seed.values() if v is not None]
+        if self.value is None or len(values) < 2:
+            return None
+        return abs(self.value - self.criterion.threshold), statistics.stdev(values) * math.sqrt(2 / len(values))
+
+    def within_noise(self) -> bool:
+        """Whether every seed passes and yet the threshold lies within the margin: a repeat of the test could land
+        on the other side. Seeds that disagree are counted by the criterion's seed rule instead."""
+        noise = self.noise()
+        agree = all(v is not None and self.criterion.holds(v) for v in self.per_seed.values())
+        return agree and noise is not None and noise[0] < noise[1]
+
+    def seeds_to_decide(self) -> int | None:
+        """Seeds in all at which the margin falls below the distance, the spread staying as measured."""
+        values = [v for v in self.per_seed.values() if v is not None]
+        noise = self.noise()
+        if noise is None or noise[0] == 0:
+            return None
+        sd = noise[1] / math.sqrt(2 / len(values))
+        return math.floor(2 * (sd / noise[0]) ** 2) + 1
 
     def short(self) -> str:
         """The reading in a few words for a headline: metric value op threshold."""
@@ -172,6 +206,7 @@ class Signature:
     results: list[CriterionResult]
     agreeing: list[int] = field(default_factory=list)  # seeds on which every deciding clause passes
     deciding: list[CriterionResult] = field(default_factory=list)  # the criteria that decided the reading
+    near: list[CriterionResult] = field(default_factory=list)  # readings that held within their seeds' noise
 
 
 def signature(hypothesis: Hypothesis, series: Series, seeds: list[int]) -> Signature:
@@ -190,6 +225,14 @@ def signature(hypothesis: Hypothesis, series: Series, seeds: list[int]) -> Signa
                          "tighten them)", results)
     for group, reading in (("validated", "present"), ("invalidated", "absent")):
         if held[group]:
+            near = []
+            for _, clause_results in clauses[group]:
+                holding = [r for r in clause_results if r.holds]
+                if all(r.within_noise() for r in holding):
+                    near.append(holding[0])
+            if near:  # a clause held only by readings the seeds cannot place on either side of their thresholds
+                return Signature("undecided", "; ".join(f"{r.describe()}, within its seeds' noise of the threshold"
+                                                        for r in near), results, deciding=near[:1], near=near)
             deciding = [r for _, rs in clauses[group] for r in rs if r.holds]
             agreeing = [seed for seed in seeds
                         if all(any(r.passes_on(seed) for r in rs) for _, rs in clauses[group])]
@@ -291,7 +334,8 @@ def _combine(hypothesis_id: str, sig: Signature, effect: Effect | None) -> tuple
             return "validated", f"validated: signature present: {text}{note}", False
         if reading == "absent":
             return "invalidated", f"invalidated: signature absent: {text}{note}", False
-        return "inconclusive", f"inconclusive: signature undecided: {text}{note}; {_what_decides(sig)}", False
+        return ("inconclusive", f"inconclusive: signature undecided: {text}{note}; "
+                f"{_what_decides(sig, hypothesis_id)}", False)
     said = effect.describe()
     if reading == "present":
         if effect.verdict == "helps":
@@ -306,7 +350,8 @@ def _combine(hypothesis_id: str, sig: Signature, effect: Effect | None) -> tuple
             return ("partial", f"partial: {said}, but this bug's signature is absent ({text}): "
                     "something else is at work", True)
         return "invalidated", f"invalidated: signature absent: {text}; {said}", False
-    return "inconclusive", f"inconclusive: signature undecided: {text}; {_what_decides(sig)}; {said}", False
+    return ("inconclusive", f"inconclusive: signature undecided: {text}; {_what_decides(sig, hypothesis_id)}; "
+            f"{said}", False)
 
 
 def _more_seeds(hypothesis_id: str, effect: Effect) -> str:
@@ -316,7 +361,15 @@ def _more_seeds(hypothesis_id: str, effect: Effect) -> str:
     return f"; `hypotrack run {hypothesis_id} --seeds auto` adds seeds until the effect is decided"
 
 
-def _what_decides(sig: Signature) -> str:
+def _what_decides(sig: Signature, hypothesis_id: str) -> str:
+    if sig.near:
+        reading = sig.near[0]
+        total = reading.seeds_to_decide()
+        seeds = sum(v is not None for v in reading.per_seed.values())
+        if total is None:
+            return "the reading sits on its threshold: more steps or seeds would decide it"
+        return (f"`hypotrack run {hypothesis_id} --more-seeds {max(total - seeds, 1)}` would decide it (at the spread "
+                "these seeds show)")
     if any(r.value is None for r in sig.results):
         return "the missing metrics above would decide it"
     split = [r for r in sig.results if 0 < sum(r.passes_on(s) for s in r.per_seed) < len(r.per_seed)]

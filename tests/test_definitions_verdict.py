@@ -242,3 +242,36 @@ def test_exact_inclusive_bound_counts_as_agreeing():
     c = {"metric": "passed", "arm": "control", "op": ">=", "threshold": 1.0, "seeds": "all"}
     verdict = decide(hyp([c]), data, SEEDS)
     assert verdict.status == "validated" and verdict.confidence == 0.8
+
+
+# --------------------------------------------------------------------------- margins
+
+SHARE_PRESENT = {"metric": "diag/kl/grad_share", "arm": "control", "op": ">=", "threshold": 0.25, "seeds": "majority"}
+SHARE_ABSENT = {"metric": "diag/kl/grad_share", "arm": "control", "op": "<", "threshold": 0.25, "seeds": "majority"}
+
+
+def test_a_reading_within_its_seeds_noise_of_the_threshold_is_undecided_and_names_the_seeds_that_decide_it():
+    """0.18 and 0.24, both under 0.25: the mean 0.21 is 0.04 from the threshold and the two seeds' spread is 0.042."""
+    h = Hypothesis.model_validate({**hyp([SHARE_PRESENT], [SHARE_ABSENT]).model_dump(), "effect": {"outcome": "none"}})
+    verdict = decide(h, series("diag/kl/grad_share", {0: 0.18, 1: 0.24}), [0, 1])
+    assert verdict.status == "inconclusive" and verdict.signature == "undecided", verdict.summary
+    assert "within its seeds' noise of the threshold" in verdict.summary
+    # 2 (sd / distance)^2 = 2.25: 3 seeds in all, 1 more
+    assert "`hypotrack run h90 --more-seeds 1` would decide it" in verdict.summary, verdict.summary
+
+
+def test_a_reading_clear_of_its_threshold_decides_and_one_seed_has_no_noise_to_measure():
+    h = Hypothesis.model_validate({**hyp([SHARE_PRESENT], [SHARE_ABSENT]).model_dump(), "effect": {"outcome": "none"}})
+    assert decide(h, series("diag/kl/grad_share", {0: 0.20, 1: 0.22}), [0, 1]).status == "invalidated"
+    assert decide(h, series("diag/kl/grad_share", {0: 0.24}), [0]).status == "invalidated"
+    # identical seeds: no spread, the reading decides however close it is
+    assert decide(h, series("diag/kl/grad_share", {0: 0.2499, 1: 0.2499}), [0, 1]).status == "invalidated"
+
+
+def test_an_any_of_clause_stands_on_the_member_that_is_clear_of_its_threshold():
+    clear = {"metric": "reward", "arm": "control", "op": ">=", "threshold": 0.5, "seeds": "majority"}
+    h = Hypothesis.model_validate({**hyp([{"any": [SHARE_PRESENT, clear]}]).model_dump(), "effect": {"outcome": "none"}})
+    near = series("diag/kl/grad_share", {0: 0.26, 1: 0.32})
+    assert decide(h, near, [0, 1]).status == "inconclusive"  # the near member alone holds the clause
+    near["control"][0]["reward"], near["control"][1]["reward"] = flat(0.9), flat(0.95)
+    assert decide(h, near, [0, 1]).status == "validated"

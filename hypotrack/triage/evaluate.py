@@ -13,6 +13,7 @@ from typing import Any
 
 from hypotrack.definitions.triage import AllOf, Condition, conditions_of
 from hypotrack.definitions.vocabulary import PRIORITY_RANK, REQUIREMENTS
+from hypotrack.reading import closeness
 
 from .expected import Requirement
 from .runlog import RunLog
@@ -36,12 +37,14 @@ class Reading:
         name, how = c.metric_text(), c.steps_text()
         if self.value is None:
             return f"{name} [{how}]: not logged"
-        return f"{name} [{how}] = {c.compared(self.value):.4g} {c.op} {c.threshold:g}"
+        value = c.compared(self.value)
+        return f"{name} [{how}] = {value:.4g} {c.op} {c.threshold:g} ({closeness(value, c.op, c.threshold)})"
 
     def as_json(self) -> dict[str, Any]:
         c = self.condition
         return {"metric": c.metric, "steps": c.steps, "k": c.k, "abs": c.abs, "op": c.op,
-                "threshold": c.threshold, "value": self.value, "holds": self.holds}
+                "threshold": c.threshold, "value": self.value, "holds": self.holds,
+                "closeness": None if self.value is None else closeness(c.compared(self.value), c.op, c.threshold)}
 
 
 @dataclass
