@@ -42,7 +42,7 @@ def main() -> None:
         learning_rate=5e-3, per_device_train_batch_size=64, num_generations=4, max_completion_length=6,
         temperature=1.0, beta=0.0, loss_type="dapo", scale_rewards="group", lr_scheduler_type="constant",
         logging_steps=1, reward_weights=[1.0, 0.1], use_cpu=True, save_strategy="no", disable_tqdm=True,
-        dataloader_num_workers=0)
+        dataloader_num_workers=0, bf16=False)  # as the worker builds toy_arith: TRL defaults to bf16
     trainer = GRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32),
         processing_class=AutoTokenizer.from_pretrained(args.model),
