@@ -102,6 +102,9 @@ def test_a_hypothesis_that_does_not_apply_is_recorded_so_before_a_missing_flag_c
     init_command(project, env, "python train.py")
     # h03 needs a KL term and the script declares no beta (TRL's default is 0): the hypothesis does not apply, which
     # is recorded, before its treatment's kl_beta, which no flag of the script takes, could refuse the run
+    dry = cli(["run", "h03", "--experiment", "my_script", "--dry-run"], env, project)
+    assert dry.returncode == 0, dry.stderr
+    assert "h03 does not apply to this run" in dry.stdout and "not mapped onto the script's flags" in dry.stdout
     recorded = cli(["run", "h03", "--experiment", "my_script"], env, project)
     assert recorded.returncode == 0, recorded.stderr
     assert "not applicable" in recorded.stdout and "beta is 0" in recorded.stdout, recorded.stdout

@@ -212,6 +212,9 @@ def _print_plan(plan) -> None:
         seeds = [s.seed for s in specs if s.arm == spec.arm]
         body = spec.model_dump(exclude={"test_id", "output_dir", "threads", "seed"})
         out.print(f"\n[bold]{spec.arm}[/] seeds {seeds}")
+        if plan.unmet and spec.arm != "control" and any(s.command for s in specs):
+            out.print("  not mapped onto the script's flags: the hypothesis does not apply, nothing trains")
+            continue
         if spec.command:  # what the arm runs, as a shell would take it; the script holds the rest of its setup
             from hypotrack.run.planning.command_plan import CommandLine
 
