@@ -170,7 +170,8 @@ def run(ctx: Context, hypothesis_id: str, experiment: str | None, seeds: int | s
         from hypotrack.run.launching.launchers import check
         from hypotrack.run.planning.preflight import preflight
 
-        preflight(plan.specs)  # a dry run finds the same missing model, dataset, import or launcher a run would
+        # a dry run finds the same missing model, dataset, import or launcher a run would (none, where nothing trains)
+        preflight([] if plan.unmet else plan.specs)
         check(launch)
         if auto:
             console().print(f"--seeds auto: one seed at a time, up to {max_seeds or DEFAULT_MAX_SEEDS} in all with "
