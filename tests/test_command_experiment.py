@@ -183,19 +183,22 @@ def _save_trained_adapter(folder: Path) -> None:
 
 
 # A bug written in the user's own script, the hypothesis it should validate, the steps a test needs, and the
-# signature with its value in the control (the script as written) and in the treatment.
+# signature with the least value the control (the script as written) shows: h18's is a logprob gap in nats, which
+# depends on the toy model built on the machine (0.14 to above 0.5 seen), 50 times its criterion's 1e-3; the
+# others are shares. The treatment takes the signature away.
 USER_WRITTEN_BUGS = [
-    pytest.param("sums_script_resume.yaml", "h18", 3, "diag/reference_start/logp_max_diff", "first", id="h18-adapter-loaded-after-the-trainer"),
-    pytest.param("sums_script_warmup.yaml", "h18", 3, "diag/reference_start/logp_max_diff", "first", id="h18-full-fine-tuning-after-a-warm-up-in-memory"),
-    pytest.param("sums_script_checkpointing.yaml", "h19", 4, "diag/gradient_flow/no_grad_share", "mean", id="h19-own-reentrant-checkpointing"),
-    pytest.param("sums_script_schedule.yaml", "h22", 8, "diag/lr_schedule/spent_early", "max", id="h22-schedule-in-micro-batches"),
+    pytest.param("sums_script_resume.yaml", "h18", 3, "diag/reference_start/logp_max_diff", "first", 0.05, id="h18-adapter-loaded-after-the-trainer"),
+    pytest.param("sums_script_warmup.yaml", "h18", 3, "diag/reference_start/logp_max_diff", "first", 0.05, id="h18-full-fine-tuning-after-a-warm-up-in-memory"),
+    pytest.param("sums_script_checkpointing.yaml", "h19", 4, "diag/gradient_flow/no_grad_share", "mean", 0.5, id="h19-own-reentrant-checkpointing"),
+    pytest.param("sums_script_schedule.yaml", "h22", 8, "diag/lr_schedule/spent_early", "max", 0.5, id="h22-schedule-in-micro-batches"),
 ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("experiment, hypothesis, steps, metric, steps_reduction", USER_WRITTEN_BUGS)
+@pytest.mark.parametrize("experiment, hypothesis, steps, metric, steps_reduction, at_least", USER_WRITTEN_BUGS)
 def test_a_bug_in_the_users_own_script_validates_its_hypothesis_and_the_treatment_repairs_it(
-        tmp_path: Path, env, experiment: str, hypothesis: str, steps: int, metric: str, steps_reduction: str) -> None:
+        tmp_path: Path, env, experiment: str, hypothesis: str, steps: int, metric: str, steps_reduction: str,
+        at_least: float) -> None:
     from mlflow import MlflowClient
 
     folder = tmp_path / "user"
@@ -217,5 +220,5 @@ def test_a_bug_in_the_users_own_script_validates_its_hypothesis_and_the_treatmen
             reading[run.data.tags["hypotrack.arm"]] = {"first": values[0], "max": max(values),
                                                        "mean": sum(values) / len(values)}[steps_reduction]
     # the control is the script as written: the signature is there; the treatment takes it away
-    assert reading["control"] > 0.5, reading
+    assert reading["control"] > at_least, reading
     assert reading["treatment"] == pytest.approx(0.0, abs=1e-6), reading
