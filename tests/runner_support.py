@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -33,8 +34,16 @@ def cli(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -
 
 
 def start_cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen:
+    """The CLI as a user starts it in a terminal, whatever started the tests: a shell's background job (`bash .ci/run
+    &`) passes SIGINT down ignored, and Python then installs no Ctrl-C handler, so a test of Ctrl-C would test
+    nohup's convention instead of hypotrack."""
     return subprocess.Popen([sys.executable, "-m", "hypotrack.cli", *args], env=env, cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=_ctrl_c_as_in_a_terminal)
+
+
+def _ctrl_c_as_in_a_terminal() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for_step(outputs: Path, step: int, timeout: float = 180) -> dict[str, int]:
