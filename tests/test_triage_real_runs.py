@@ -240,5 +240,6 @@ def test_10_a_flat_run_whose_policy_barely_moves_is_named(hypotheses):
     report = triage(str(corpus("wordle__lara_4090_ckpt400")), hypotheses)
     assert report.progress.state == "flat"
     assert report.progress.verdict == "updates too small to move the policy", report.progress.sentence()
+    assert [e.id for e in report.suspects()][:1] == ["h26"], report.ranking_record()
     assert "Updates too small to move the policy" in report.progress.sentence()
     assert report.as_json()["progress"]["verdict"] == "updates too small to move the policy"

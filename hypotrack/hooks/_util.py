@@ -82,6 +82,14 @@ def completion_logps(model: Any, prompt_ids: torch.Tensor, prompt_mask: torch.Te
     return logps(model, prompt_ids, prompt_mask, completion_ids, completion_mask, temperature, trainer)
 
 
+def attention_through_last(mask: torch.Tensor) -> torch.Tensor:
+    """An attention mask over the completion up to its last loss-bearing token (later tokens cannot change the
+    logprobs of the ones scored), for re-scoring a batch's completions outside the loss."""
+    pos = torch.arange(mask.size(1), device=mask.device).expand_as(mask)
+    last = torch.where(mask.bool(), pos, torch.full_like(pos, -1)).max(dim=1, keepdim=True).values
+    return (pos <= last).long()
+
+
 def reference_pass(model: Any, ref_model: Any) -> tuple[Any, Any] | None:
     """(the module to score with, the context to score in) for the reference TRL's KL term uses; None without one.
 

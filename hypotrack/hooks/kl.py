@@ -175,14 +175,9 @@ class KLHook(DiagnosticHook):
     # -- after the optimizer step -----------------------------------------------------------------
     def reference_logps(self, ctx: StepContext, s: dict[str, Any]):
         """Fresh reference logprobs for sample `s`, or None when no reference exists."""
-        import torch
+        from hypotrack.hooks._util import attention_through_last, completion_logps, eval_mode, reference_pass, unwrap
 
-        from hypotrack.hooks._util import completion_logps, eval_mode, reference_pass, unwrap
-
-        C = s["completion_ids"].size(1)
-        pos = torch.arange(C, device=s["mask"].device).expand_as(s["mask"])
-        last = torch.where(s["mask"], pos, torch.full_like(pos, -1)).max(dim=1, keepdim=True).values
-        cmask = (pos <= last).long()  # attention up to the last loss-bearing token (later ones cannot matter)
+        cmask = attention_through_last(s["mask"])
         trainer = getattr(ctx, "trainer", None)
         found = reference_pass(ctx.model, ctx.ref_model)
         if found is None:

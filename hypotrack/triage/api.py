@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .derived import add_derived, constant_auxiliary
+from .derived import add_derived, add_still_reading, constant_auxiliary
 from .evaluate import SUSPECT_THRESHOLD, Ranked, rank
 from .expected import Requirement, expected_readings, requirements
 from .keys import canonical, canonical_name, reward_functions
 from .progress import LEARNING, Progress, run_progress
-from .roles import assign_roles
+from .roles import Roles, assign_roles
 from .runlog import RunLog
 from .sources import pick_run, read_runs
 
@@ -78,7 +78,7 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
     functions = reward_functions(run)
     roles = assign_roles(run, functions, task_reward)
     underived = RunLog(source=run.source, kind=run.kind, series=dict(run.series), params=dict(run.params))
-    add_derived(run, roles)
+    progress = _read_run(log, run, roles)
     for func in constant_auxiliary(run, roles):
         # Group scaling subtracts each group's mean, so a reward that is the same for every completion adds
         # nothing to any advantage: neither noise (h05) nor something to collect (h17), whatever its weight.
@@ -97,7 +97,6 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
         ranking, unranked = rank(run, hypotheses, needs)
         if task_reward is None and roles.task is not None:
             roles.assumed += _other_task_choices(underived, functions, roles.task, hypotheses, needs, ranking)
-    progress = run_progress(run, _diverged(log, run))
     if progress.state == LEARNING:
         for entry in ranking:
             entry.not_holding_back = "the run learns on its task reward"
@@ -105,6 +104,15 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
                         assumed=roles.assumed, ranking=ranking, unranked=unranked,
                         expected=expected_readings(run), requirements=needs, renamed=named.renamed,
                         ignored=named.ignored, findings=findings, progress=progress, run=log.run)
+
+
+def _read_run(log: RunLog, run: RunLog, roles: Roles) -> Progress:
+    """The derived metrics and the run's progress, read before any hypothesis: h26's signature reads the progress
+    (policy/still), and ``log`` (the run as read, before its names were made canonical) says where it diverged."""
+    add_derived(run, roles)
+    progress = run_progress(run, _diverged(log, run))
+    add_still_reading(run, progress)
+    return progress
 
 
 def _diverged(log: RunLog, run: RunLog) -> tuple[str, int] | None:
@@ -128,7 +136,7 @@ def _other_task_choices(log: RunLog, functions: list[str], chosen: str, hypothes
     for other in [f for f in functions if f != chosen][:MAX_OTHER_CHOICES]:
         copy = RunLog(source=log.source, kind=log.kind, series=dict(log.series), params=dict(log.params))
         other_roles = assign_roles(copy, functions, other)
-        add_derived(copy, other_roles)
+        _read_run(log, copy, other_roles)
         theirs = [e.id for e in rank(copy, hypotheses, needs)[0] if e.suspect]
         if theirs != suspects:
             said.append(f"with {other} as the task reward the suspects would be {', '.join(theirs) or 'none'} instead of "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 
+from .progress import STILL, Progress
 from .roles import Roles
 from .runlog import Points, RunLog
 
@@ -214,6 +215,14 @@ def _learning_rate_spent(log: RunLog) -> None:
         if peak > 0 and last:
             spent.append((step, float(rate < LR_SPENT * peak and (last - step) / last >= LR_REMAINING)))
     _put(log, "learning_rate/spent_early", spent)
+
+
+def add_still_reading(log: RunLog, progress: Progress) -> None:
+    """policy/still (definitions/triage.py): 1 on a run the progress names still, 0 on any other run that logged a kl
+    to read it from, nothing where none was logged (a level entropy alone cannot tell a still policy)."""
+    steps = [step for step, _ in log.series.get(progress.metric, [])]
+    if steps and any(value > 0 for _, value in log.series.get("kl", [])):
+        log.series["policy/still"] = [(steps[-1], 1.0 if progress.verdict == STILL else 0.0)]
 
 
 def _ties_over_independent(log: RunLog, roles: Roles) -> None:

@@ -30,11 +30,14 @@ MIN_SHARE = 0.1  # the smallest change that counts, as a share of the reward's s
 MIN_PASS_SHARE = 0.02  # and, for a reward with a passing score (an accuracy), two points of it
 MIN_STEPS = 6  # fewer logged steps than this give no trend worth a word
 LEARNING, FLAT, WORSE, UNKNOWN = "learning", "flat", "getting worse", "unknown"
-# A flat run whose policy barely moves though its groups carry advantages: no hypothesis covers it yet.
+# A flat run whose policy barely moves though its groups carry advantages (h26's signature reads it, policy/still):
+# at most this share of groups tied on average (most carry an advantage), a logged kl to the reference at most
+# STILL_KL_MAX nats per token over the last STILL_WINDOW logged steps, and (where logged) an entropy that changed by
+# at most STILL_ENTROPY_CHANGE of where it started.
 STILL = "updates too small to move the policy"
-STILL_TIED_MAX = 0.5  # at most this share of groups tied on average: most carry an advantage
-STILL_KL_MAX = 0.01  # nats per token to the reference over the last steps
-STILL_ENTROPY_CHANGE = 0.1  # relative change of the entropy between the first and last steps
+STILL_TIED_MAX = 0.5
+STILL_KL_MAX = 0.01
+STILL_ENTROPY_CHANGE = 0.1
 STILL_WINDOW = 10
 
 
@@ -53,7 +56,7 @@ class Progress:
     t: float = 0.0
     smallest_change: float = 0.0  # what MIN_SHARE makes of the reward's scale
     why: str = ""
-    # On a flat run: what the logs say of why, where no hypothesis covers it (updates too small to move the policy)
+    # On a flat run: what the logs say of why (updates too small to move the policy, which h26 also ranks)
     verdict: str = ""
     verdict_why: str = ""
 
@@ -132,21 +135,22 @@ def _policy_still(log: RunLog) -> str:
         signal = f"the reward varies within a step (median std {statistics.median(stds):.3g})"
     else:
         return ""
-    moved = []
+    # The kl to the reference is the reading of how far the policy moved; without it (no KL term, or one logged as
+    # 0) a level entropy says nothing: a policy can move far, 0.2-0.5 nats per token on its own samples in the toy
+    # lab's healthy runs, and keep its entropy.
     kl = [v for _, v in log.series.get("kl", [])]
-    if kl and max(kl) > 0:
-        last = statistics.fmean(kl[-_window(kl):])
-        if last > STILL_KL_MAX:
-            return ""
-        moved.append(f"kl {last:.2g} over the last steps")
+    if not kl or max(kl) <= 0:
+        return ""
+    last = statistics.fmean(kl[-_window(kl):])
+    if last > STILL_KL_MAX:
+        return ""
+    moved = [f"kl {last:.2g} over the last steps"]
     entropy = [v for _, v in log.series.get("entropy", [])]
     if len(entropy) >= 4 and statistics.fmean(entropy[:_window(entropy)]) > 0:
         first, last = statistics.fmean(entropy[:_window(entropy)]), statistics.fmean(entropy[-_window(entropy):])
         if abs(last / first - 1) > STILL_ENTROPY_CHANGE:
             return ""
         moved.append(f"entropy {first:.3g} -> {last:.3g}")
-    if not moved:
-        return ""
     return (f"{signal}, yet the policy barely moves ({'; '.join(moved)}): each update is too small to change what it "
             "samples (a learning rate or gradient clipping too small for the model, or too few steps)")
 

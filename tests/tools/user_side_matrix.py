@@ -27,9 +27,11 @@ ROWS: dict[str, str | None] = {
     "safety_logits": "h20", "helpfulness_scaled": None,
     # an eighth user's runs (quiz_rewards.py), none declaring its reference column: the task reward's argument names it
     "quiz_distance_sign": "h13", "quiz_boxed_never_matches": "h13", "quiz_products_out_of_reach": "h11",
+    # a ninth user's runs (ledger_rewards.py): updates too small to move the policy, and the same run at a rate that learns
+    "ledger_healthy": None, "ledger_full_ft_rate_on_lora": "h26", "ledger_alpha_one": "h26",
 }
 GRPO_HYPOTHESES = ["h01", "h02", "h03", "h04", "h05", "h06", "h11", "h12", "h13", "h14", "h15", "h16", "h17", "h18",
-                   "h19", "h20", "h21", "h22", "h23", "h24", "h25"]
+                   "h19", "h20", "h21", "h22", "h23", "h24", "h25", "h26"]
 
 
 def run_matrix(seeds: int, steps: int | None, rows: dict[str, str | None], hypotheses: list[str], out: Path,
