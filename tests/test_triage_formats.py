@@ -196,6 +196,47 @@ def test_json_records_one_per_line(tmp_path):
     assert log.series["train/reward"] == [(s, s / 10) for s in range(1, 6)]  # the trainer's step, not W&B's row
 
 
+def test_tinker_cookbook_metrics_are_the_roles_triage_reads(tmp_path):
+    """Tinker's RL loop (metrics.jsonl of its cookbook, as public runs keep it): the total reward, the rate, the
+    entropy, and the share of mixed groups, which is TRL's share of tied ones turned around."""
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "optim/lr": 4e-5, "env/all/reward/total": 0.5 + s / 100,
+                                        "env/all/by_group/frac_mixed": 0.75, "optim/entropy": 0.5,
+                                        "optim/kl_sample_train_v1": 1e-3, "env/all/ac_tokens_per_turn": 300.0,
+                                        "test/env/all/reward/total": 0.6}) + "\n" for s in range(12)))
+    from hypotrack.triage.keys import canonical
+
+    named = canonical(read_source(str(path)))
+    assert named.log.series["reward"][1] == (1, 0.51) and named.log.series["learning_rate"][0] == (0, 4e-5)
+    assert named.log.series["frac_reward_zero_std"][0] == (0, 0.25)  # 1 - frac_mixed
+    assert named.log.series["entropy"][0] == (0, 0.5) and "completions/mean_length" in named.log.series
+    # the sampler-trainer mismatch is not a KL to a reference; the held-out pass is not training
+    assert "kl" not in named.log.series
+    assert {"optim/kl_sample_train_v1", "test/env/all/reward/total"} <= set(named.ignored)
+
+
+def test_a_hand_written_loops_step_key_and_evaluation_records(tmp_path):
+    """A loop that numbers its records by grpo_step and logs its evaluation passes among them ("type": "eval"):
+    steps are the loop's, and the evaluation's reward is kept apart from training's."""
+    path = tmp_path / "metrics.jsonl"
+    lines = []
+    for step in range(1, 9):
+        if step % 4 == 1:
+            lines.append({"type": "eval", "grpo_step": step - 1, "reward": 0.9})
+        lines.append({"type": "rollout", "grpo_step": step, "reward": step / 100, "mean_reward": step / 100,
+                      "avg_response_token_length": 300.0})
+        lines.append({"type": "train", "grpo_step": step, "grad_norm": 0.3, "token_entropy": 0.9})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    log = read_source(str(path))
+    assert log.series["reward"] == [(s, s / 100) for s in range(1, 9)]  # 8 steps, not 18 records
+    assert log.series["eval/reward"] == [(0, 0.9), (4, 0.9)]
+    assert canonical_name("token_entropy") == "entropy" and canonical_name("mean_reward") == "reward"
+    csv = tmp_path / "metrics.csv"
+    csv.write_text("iteration,timestamp,loss,mean_reward,std_reward\n"
+                   + "".join(f"{i},2026-04-26T03:38:38,0.1,{i / 10},0.2\n" for i in range(1, 7)))
+    assert read_source(str(csv)).series["mean_reward"][-1] == (6, 0.6)
+
+
 def test_a_console_log_that_starts_like_json_is_still_a_console_log(tmp_path):
     """A script's own prints come first ('[gating] ...', '{config}'), then the Trainer's dicts."""
     path = tmp_path / "training.log"

@@ -41,6 +41,24 @@ OTHER_TRAINERS = {
     "response_length": "completions/mean_length",
     "policy_entropy": "entropy",
     "entropy": "entropy",
+    # Tinker cookbook's RL loop (metrics.jsonl): env/all/* per rollout batch, optim/* per update. Its
+    # optim/kl_sample_train_* is the sampler-trainer mismatch, not a KL to a reference: it is not renamed.
+    "env/all/reward/total": "reward",
+    "reward/mean": "reward",
+    "optim/lr": "learning_rate",
+    "optim/entropy": "entropy",
+    "policy/entropy": "entropy",
+    "env/all/ac_tokens_per_turn": "completions/mean_length",
+    # Hand-written GRPO loops: the names their metric lines use most
+    "mean_reward": "reward",
+    "std_reward": "reward_std",
+    "token_entropy": "entropy",
+    "avg_response_token_length": "completions/mean_length",
+}
+# Keys whose quantity TRL logs in another form: the key -> (TRL's name, the conversion). Tinker logs the share of
+# groups whose completions scored differently (frac_mixed); TRL the share whose rewards all tied.
+CONVERTED = {
+    "env/all/by_group/frac_mixed": ("frac_reward_zero_std", lambda share: 1.0 - share),
 }
 # Weights & Biases and TensorBoard put the split in front of every key ("train/reward").
 TRAIN_PREFIX = "train/"
@@ -60,6 +78,8 @@ def canonical_name(raw: str) -> str | None:
         name = name[len(TRAIN_PREFIX):]
     if name.startswith(EVAL_PREFIXES) or name in SUMMARY_KEYS:
         return None
+    if name in CONVERTED:
+        return CONVERTED[name][0]
     name = RENAMED.get(name, OTHER_TRAINERS.get(name, name))
     if name.startswith(DIAGNOSTICS_PREFIX):  # hypotrack's hooks, in a run they watched (hypotrack.watch)
         return name
@@ -96,7 +116,8 @@ def canonical(log: RunLog) -> Canonical:
         elif name == raw or name not in out.series:
             if name != raw:
                 renamed[raw] = name
-            out.series[name] = list(log.series[raw])
+            convert = CONVERTED.get(raw.strip().removeprefix(TRAIN_PREFIX), (None, None))[1]
+            out.series[name] = [(step, convert(value) if convert else value) for step, value in log.series[raw]]
     # Back in the order the source listed them (the first reward function is the task's by default).
     order: dict[str, int] = {}
     for name in names.values():

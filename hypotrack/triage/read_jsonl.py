@@ -2,7 +2,8 @@
 custom metric logs), or a JSON file holding a list of such objects.
 
 Each record is one logged step: its step is the first of values.STEP_KEYS it holds (the trainer's global
-step before a tracker's row counter), else its position in the file. Objects nested in a record are read
+step before a tracker's row counter), else its position in the file. A record that says it is an evaluation
+pass ("type": "eval") keeps its metrics under eval/, apart from training's. Objects nested in a record are read
 with their keys joined by '/' ({"train": {"reward": 1}} is train/reward).
 """
 
@@ -27,6 +28,8 @@ def read_records(path: Path, records: list | None = None) -> RunLog:
         if not isinstance(record, dict):
             continue
         flat = dict(_flatten(record))
+        if _is_evaluation(flat):  # a held-out pass logged among the training rows: kept apart, as eval/<key>
+            flat = {key if key in STEP_KEYS else f"eval/{key}": value for key, value in flat.items()}
         step_key = next((key for key in STEP_KEYS if number(flat.get(key)) is not None), None)
         if step_key is None:
             counted += 1
@@ -44,6 +47,16 @@ def read_records(path: Path, records: list | None = None) -> RunLog:
     if not log.series and not log.nonfinite:
         raise HypotrackError(f"{path}: JSON records with no numeric metric in them")
     return non_empty(log.sort())
+
+
+# A record that says what kind of pass it is (a hand-written loop's "type": "eval" among its "rollout" and "train"
+# records) under one of these keys, with one of these values, is an evaluation pass.
+PASS_KEYS = ("type", "split", "mode", "phase", "stage")
+EVALUATION_PASSES = frozenset({"eval", "evaluation", "test", "val", "valid", "validation"})
+
+
+def _is_evaluation(record: dict) -> bool:
+    return any(str(record.get(key, "")).strip().lower() in EVALUATION_PASSES for key in PASS_KEYS)
 
 
 def _lines(path: Path) -> list:
