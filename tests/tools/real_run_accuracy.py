@@ -243,7 +243,7 @@ def render(rows: list[Row], title: str) -> str:
                 "| --- | --- | --- | --- | --- | --- | --- |"]
         for r in (r for r in rows if r.entry["half"] == half):
             e, label = r.entry, r.entry["label"]
-            out.append(f"| {e['slug']} | {e['repository']} | {e['format']} | {label['outcome']}, {label['cause']} | "
+            out.append(f"| {e['slug']} | {e['repository']} | {e['format'].replace('|', '/')} | {label['outcome']}, {label['cause']} | "
                        f"{label['curves'].replace('|', '/')} | {cell(r.hypotrack)} | {cell(r.rldoctor)} |")
         out.append("")
     return "\n".join(out)
