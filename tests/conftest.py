@@ -169,8 +169,10 @@ def registry_dump():
 
 @pytest.fixture(scope="session")
 def toy_cache(tmp_path_factory) -> Path:
-    """One toy-lab warm start per test session, in a private cache (never the user's)."""
-    cache = tmp_path_factory.getbasetemp() / "toy-cache"
+    """One toy-lab warm start per test session, in a private cache (never the user's); CI's steps share one
+    (HYPOTRACK_TEST_TOY_CACHE, set by .ci/run), since each would otherwise build the same models again."""
+    shared = os.environ.get("HYPOTRACK_TEST_TOY_CACHE")
+    cache = Path(shared) if shared else tmp_path_factory.getbasetemp() / "toy-cache"
     env = {**os.environ, "HYPOTRACK_CACHE": str(cache)}
     subprocess.run([sys.executable, "-c", "from hypotrack.toy.lab import ensure_model; ensure_model('arith')"],
                    env=env, check=True, timeout=600)
