@@ -135,6 +135,29 @@ def test_sampling_parity_names_the_transform_scoring_leaves_out(generation, clos
     assert all(math.isfinite(v) for v in out.values())
 
 
+@pytest.mark.parametrize("engine, closes", [
+    (SimpleNamespace(temperature=1.0, repetition_penalty=1.0, top_k=0, top_p=0.8, min_p=0.0, generation_kwargs={}),
+     3.0),  # TRL's vLLM generation with a top-p cut: vLLM's logprobs are renormalised over the nucleus (trl#6789)
+    (SimpleNamespace(temperature=1.0, repetition_penalty=1.0, top_k=0, top_p=1.0, min_p=0.0,
+                     generation_kwargs={"temperature": 0.7}), 1.0),  # generation_kwargs over the engine's own
+    (SimpleNamespace(temperature=1.0, repetition_penalty=1.0, top_k=0, top_p=1.0, min_p=0.0, generation_kwargs={}),
+     0.0),
+])
+def test_under_vllm_the_trainers_forward_names_the_transform_vllms_logprobs_carry(engine, closes):
+    """Under vLLM the hook cannot tap the generator: it scores the sampled tokens with the trainer's model afresh
+    and applies the generator's transforms (read off TRL's VLLMGeneration) itself."""
+    from tests.test_hooks_lora_sync import tiny_model
+
+    model = tiny_model(lora=False).eval()
+    hook = SamplingParityHook(sample_rows=2, sample_tokens=4)
+    hook._trainer = SimpleNamespace(model=model, vllm_generation=engine, temperature=1.0)
+    torch.manual_seed(0)
+    rollout = batch([1, 0], ["a", "b"], G=2, completion_ids=[[5, 6, 7, EOS], [8, 9, EOS, PAD]])
+    out = hook._transform_report(hook._served_transforms(rollout))
+    assert out["closing_transform"] == closes
+    assert (out["transform_gap_mean"] > 1e-3) == (closes != 0.0)
+
+
 def _scored_again(verdict, fail_rate: float, seed: int = 0):
     """A task reward that returns `verdict(completion, answer)`, or 0.0 for a check that overruns at random."""
     import random

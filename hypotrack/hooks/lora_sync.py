@@ -35,7 +35,7 @@ A generator that is a separate copy of the model (TRL's `use_vllm`, colocate mod
 (hooks/_generator.py): `gen_served` is 1 when the hook reads the weights vLLM serves, and
 `gen_stale_weight_share` is the share of the tensors training has moved whose served copy is nearer their
 starting values than the trainer's current ones (0: every sync arrived; 1: the generator never got an update),
-on the second rollout and every `every` after it (the first has nothing moved yet). vLLM's own sampling
+on the second rollout (or the first after training moved a weight) and every `every` after. vLLM's own sampling
 logprobs give `logp_gap_*` (source 1) as above.
 
 Full fine-tuning: `lora_enabled`, the adapter keys and `gen_adapter_active_share` are not logged (there
@@ -103,6 +103,7 @@ class LoraSyncHook(DiagnosticHook):
         self._adapter_cache: tuple[Any, list[Any]] | None = None
         self._fp_items: tuple[Any, bool, list[Any]] | None = None  # (model, skip_lora, [(name, param)]) for _fp
         self._served_start: dict[str, float] | None = None  # a separate generator's starting fingerprints
+        self._served_read = False  # whether a stale share was read yet (nothing moved: no reading)
 
     # -- helpers ----------------------------------------------------------------------------------
     def _adapters(self):
@@ -275,6 +276,7 @@ class LoraSyncHook(DiagnosticHook):
         served = served_model(ctx.trainer)
         self._served_start = (None if served is None
                               else fingerprints(trainer_tensors(ctx.model), served_dtype(served)))
+        self._served_read = False
         self._install(ctx.model)
         self._n_rollouts, self._n_steps = 0, 0
         self._arm()
@@ -349,8 +351,11 @@ class LoraSyncHook(DiagnosticHook):
             self._arm()
 
     def _served_reading(self) -> dict[str, float]:
-        """A separate generator's weights against the trainer's, on the second rollout and every `every` after."""
-        if self._served_start is None or (self._n_rollouts - 1) % self.every != 1 % self.every:
+        """A separate generator's weights against the trainer's, on the second rollout and every `every` after, and
+        on every rollout until training has moved a weight (a first step whose groups all tied moves none)."""
+        due = (self._n_rollouts - 1) % self.every == 1 % self.every
+        waiting = self._n_rollouts >= 2 and not self._served_read
+        if self._served_start is None or not (due or waiting):
             return {}
         from hypotrack.hooks._generator import served_model, stale_share
 
@@ -358,7 +363,10 @@ class LoraSyncHook(DiagnosticHook):
         if served is None:
             return {}
         share = stale_share(served, self._served_start, self._model)
-        return {"gen_served": 1.0} if share is None else {"gen_served": 1.0, "gen_stale_weight_share": share}
+        if share is None:
+            return {"gen_served": 1.0}
+        self._served_read = True
+        return {"gen_served": 1.0, "gen_stale_weight_share": share}
 
     def on_step_end(self, ctx: StepContext) -> dict[str, float]:
         import math

@@ -25,7 +25,16 @@ hook reads what it served instead (hooks/_generator.py), on every rollout:
 - `generator_dtype_differs`: 1 when vLLM serves the model in another dtype than the trainer computes in (TRL
   builds its engine without a dtype, and vLLM serves a float32 checkpoint in bfloat16), else 0;
 - `generator_gap_mean`, `generator_gap_max`: |vLLM's sampling logprobs - the trainer's| per completion token
-  (TRL's `sampling_per_token_logps` against `old_per_token_logps`), the gap every importance ratio carries.
+  (TRL's `sampling_per_token_logps` against `old_per_token_logps`), the gap every importance ratio carries;
+- `generator_transform_gap_mean`, `generator_transform_gap_max`, `generator_closing_transform`: the part of that
+  gap the sampling transforms explain, every `every` rollouts. vLLM returns its logprobs after its transforms
+  (TRL asks for processed logprobs): a top-k, top-p or min-p cut renormalises them over the tokens it keeps, so each
+  carries log(kept mass) that the trainer's full-vocabulary scoring does not (trl#6789). A fresh forward of the
+  trainer's model over `sample_rows` rows (their first `sample_tokens` completion tokens) gives the logits vLLM's
+  tokens were sampled from; the transforms are applied to them as on the transformers path above, with the
+  generator's settings (TRL's vLLM generation: temperature, top_k, top_p, min_p, repetition_penalty and its
+  generation_kwargs). `generator_transform_residual_mean` is what is left of vLLM's own logprobs against the
+  trainer's after those transforms: near 0 when they explain vLLM's whole gap, large when the weights differ (h06).
 """
 from __future__ import annotations
 
@@ -47,13 +56,19 @@ class SamplingParityHook(DiagnosticHook):
     metrics = (
         "transform_gap_mean", "transform_gap_max", "gap_without_temperature", "gap_without_repetition_penalty",
         "gap_without_top_k_top_p", "closing_transform", "sampling_temperature", "scoring_temperature",
-        "generator_dtype_differs", "generator_gap_mean", "generator_gap_max",
+        "generator_dtype_differs", "generator_gap_mean", "generator_gap_max", "generator_transform_gap_mean",
+        "generator_transform_gap_max", "generator_closing_transform", "generator_transform_residual_mean",
     )
 
     @dataclass(frozen=True)
     class Settings:
         every: int = 10
         """Tap the generator's logits every this many rollouts."""
+        sample_rows: int = 2
+        """Under vLLM: rows of the batch whose completions the trainer's model scores afresh."""
+        sample_tokens: int = 64
+        """Under vLLM: the first completion tokens of each such row that are read (the full-vocabulary logits of
+        each are kept for the transforms, so this bounds the memory)."""
 
     def __init__(self, **settings: Any) -> None:
         super().__init__(**settings)
@@ -65,10 +80,17 @@ class SamplingParityHook(DiagnosticHook):
 
     # -- settings of each side ------------------------------------------------------------------
     def _sampling(self) -> dict[str, Any]:
+        # TRL's transformers generation keeps its settings in generation_config; its vLLM generation on the
+        # VLLMGeneration object, with generation_kwargs over them.
         config = getattr(self._trainer, "generation_config", None)
+        engine = getattr(self._trainer, "vllm_generation", None)
+        overrides = dict(getattr(engine, "generation_kwargs", None) or {})
 
         def get(name: str, default: Any) -> Any:
-            value = getattr(config, name, None) if config is not None else None
+            if engine is not None:
+                value = overrides.get(name, getattr(engine, name, None))
+            else:
+                value = getattr(config, name, None) if config is not None else None
             return default if value is None else value
 
         return {"temperature": float(get("temperature", 1.0)), "repetition_penalty": float(get("repetition_penalty", 1.0)),
@@ -190,29 +212,73 @@ class SamplingParityHook(DiagnosticHook):
                 out.update(generator_gap_mean=f(gap.mean()), generator_gap_max=f(gap.max()))
         return out
 
-    def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
+    def _served_transforms(self, batch: RolloutBatch) -> dict[str, list[Any]]:
+        """Per-token gaps, as the tap collects them, for vLLM's sampled tokens from a fresh trainer forward."""
         import torch
 
+        from hypotrack.hooks._util import eval_mode, unwrap
+
+        rows, width = self.config.sample_rows, self.config.sample_tokens
+        prompt, completion = batch.prompt_ids[:rows], batch.completion_ids[:rows, :width]
+        mask = batch.completion_mask[:rows, :width].bool()
+        ids = torch.cat([prompt, completion], dim=1)
+        attention = torch.cat([batch.prompt_mask[:rows], torch.ones_like(completion)], dim=1)  # causal: padding after
+        model, P = self._trainer.model, prompt.size(1)                                        # a completion is unread
+        with torch.no_grad(), eval_mode(unwrap(model)):
+            logits = model(input_ids=ids, attention_mask=attention).logits
+        sampled = batch.sampling_per_token_logps
+        gaps: dict[Any, list[Any]] = {drop: [] for drop in (None, *TRANSFORMS)}
+        residual: list[Any] = []  # vLLM's own logprobs against the trainer's under the generator's transforms
+        for t in range(completion.size(1)):
+            keep = mask[:, t]
+            if not keep.any():
+                continue
+            raw, tokens = logits[:, P + t - 1, :], completion[:, t]
+            scoring = self._scoring(raw, tokens)
+            for drop in gaps:
+                transformed = self._logps(raw, ids[:, :P + t], tokens, drop)
+                gaps[drop].append((transformed - scoring).abs()[keep])
+                if drop is None and sampled is not None:
+                    residual.append((sampled[:rows, t].float().to(transformed.device) - transformed).abs()[keep])
+        return {**gaps, "residual": residual}
+
+    def _transform_report(self, collected: dict[Any, list[Any]]) -> dict[str, float]:
+        """transform_gap_*, gap_without_* and closing_transform from per-token gaps; {} without any."""
+        import torch
+
+        if not collected[None]:
+            return {}
+        residual = collected.pop("residual", [])
+        gaps = {drop: torch.cat(values).float() for drop, values in collected.items()}
+        finite = torch.isfinite(gaps[None])
+        gap = gaps[None][finite]
+        if not gap.numel():
+            return {}
+        cfg = self._sampling()
+        out = {"transform_gap_mean": float(gap.mean()), "transform_gap_max": float(gap.max()),
+               "sampling_temperature": cfg["temperature"], "scoring_temperature": self._scoring_temperature()}
+        for drop in TRANSFORMS:
+            left = gaps[drop][finite & torch.isfinite(gaps[drop])]
+            out[f"gap_without_{drop}"] = float(left.mean()) if left.numel() else out["transform_gap_mean"]
+        out["closing_transform"] = self._closing(out)
+        if residual:
+            out["transform_residual_mean"] = float(torch.cat(residual).float().mean())
+        return out
+
+    def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
         tap, self._n_rollouts = self._tap, self._n_rollouts + 1
         try:
             served = self._served_precision(batch)
             if served:
+                if tap is not None:  # this rollout is one of the `every`: the transforms' part of vLLM's gap
+                    report = self._transform_report(self._served_transforms(batch))
+                    served.update({f"generator_{key}": report[key] for key in
+                                   ("transform_gap_mean", "transform_gap_max", "closing_transform",
+                                    "transform_residual_mean") if key in report})
                 return served
-            if tap is None or not tap["gaps"][None]:
+            if tap is None:
                 return {}
-            gaps = {drop: torch.cat(values).float() for drop, values in tap["gaps"].items()}
-            finite = torch.isfinite(gaps[None])
-            gap = gaps[None][finite]
-            if not gap.numel():
-                return {}
-            cfg = self._sampling()
-            out = {"transform_gap_mean": float(gap.mean()), "transform_gap_max": float(gap.max()),
-                   "sampling_temperature": cfg["temperature"], "scoring_temperature": self._scoring_temperature()}
-            for drop in TRANSFORMS:
-                left = gaps[drop][finite & torch.isfinite(gaps[drop])]
-                out[f"gap_without_{drop}"] = float(left.mean()) if left.numel() else out["transform_gap_mean"]
-            out["closing_transform"] = self._closing(out)
-            return out
+            return self._transform_report(tap["gaps"])
         finally:
             self._arm()
 
