@@ -237,6 +237,22 @@ def test_a_hand_written_loops_step_key_and_evaluation_records(tmp_path):
     assert read_source(str(csv)).series["mean_reward"][-1] == (6, 0.6)
 
 
+def test_a_console_log_of_an_sft_warm_up_then_grpo_reads_the_grpo_training(tmp_path):
+    """An Unsloth-style script prints its SFT warm-up's dicts, then GRPO's, in one log: the GRPO training is read,
+    on its own steps, and the report says what was left out."""
+    sft = "".join(f"{{'loss': {2.0 / s:.3f}, 'grad_norm': 1.5, 'learning_rate': {2e-4 * (1 - s / 11):.2e}, "
+                  f"'epoch': {s / 5:.2f}}}\n" for s in range(1, 11))
+    grpo = "".join(f" {5 * s}/100 [00:{s:02d}<01:00, 1.0s/it]{{'loss': 0.01, 'grad_norm': 0.2, 'learning_rate': 1e-05, "
+                   f"'reward': {0.4 + s / 100:.3f}, 'reward_std': 0.3, 'frac_reward_zero_std': 0.5, 'epoch': {s / 20:.2f}}}\n"
+                   for s in range(1, 13))
+    path = tmp_path / "train.log"
+    path.write_text("Unsloth: fine-tuning\n" + sft + "GRPO starts\n" + grpo)
+    log = read_source(str(path))
+    assert log.series["reward"][0] == (5, 0.41) and len(log.series["reward"]) == 12
+    assert len(log.series["learning_rate"]) == 12  # the warm-up's decaying rate is not GRPO's schedule
+    assert any("2 trainings" in said and "10 logged steps without rewards" in said for said in log.said), log.said
+
+
 def test_a_console_log_that_starts_like_json_is_still_a_console_log(tmp_path):
     """A script's own prints come first ('[gating] ...', '{config}'), then the Trainer's dicts."""
     path = tmp_path / "training.log"

@@ -3,7 +3,8 @@
 - transformers' Trainer prints each logged step as a Python dict, `{'loss': 0.01, 'reward': 0.5, ...,
   'epoch': 0.02}` (transformers 4.5x writes the numbers as text: `'loss': '0.01'`), among tqdm's progress
   bars, warnings and the script's own prints. The dict carries no step: it is read from the training bar
-  printed just before it (`  5/100 [00:10<...]`), else counted in logging_steps;
+  printed just before it (`  5/100 [00:10<...]`), else counted in logging_steps. A script that trains twice
+  (an SFT warm-up, then GRPO) prints both: the last GRPO training is read, and the report says so;
 - verl prints `step:12 - critic/score/mean:0.51 - actor/entropy:1.2 - ...` once a step.
 """
 
@@ -82,6 +83,7 @@ def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> No
                 last_bar = (int(match.group(1)), int(match.group(2)))
     if not entries:
         return
+    entries = _last_training(entries, log)
     steps = _steps(entries)
     if steps is None:
         every, how = _logging_interval(entries, logging_steps)
@@ -98,6 +100,35 @@ def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> No
             value = number(raw)
             if value is not None:
                 log.add(key, step, value)
+
+
+def _last_training(entries: list[tuple[tuple[int, int] | None, dict]], log: RunLog) -> list:
+    """The step dicts of the last GRPO training the log holds (else of its last training). A script that trains
+    twice prints both (an SFT warm-up, then GRPO; two GRPO runs): a new training starts where the dicts change
+    kind (rewards logged or not) or where the epoch starts over."""
+    trainings: list[list] = [[entries[0]]]
+    for entry in entries[1:]:
+        before, values = trainings[-1][-1][1], entry[1]
+        epochs = number(before.get("epoch")), number(values.get("epoch"))
+        restarted = None not in epochs and epochs[1] < epochs[0]
+        if restarted or _is_grpo(values) != _is_grpo(before):
+            trainings.append([])
+        trainings[-1].append(entry)
+    if len(trainings) == 1:
+        return entries
+    grpo = [training for training in trainings if _is_grpo(training[0][1])]
+    chosen = (grpo or trainings)[-1]
+    others = ", ".join(f"{len(t)} logged steps{' of GRPO' if _is_grpo(t[0][1]) else ' without rewards'}"
+                       for t in trainings if t is not chosen)
+    log.said.append(f"the console log holds {len(trainings)} trainings (a new one starts where the epoch starts over "
+                    f"or rewards start or stop being logged): read the last {'GRPO ' if grpo else ''}one, "
+                    f"{len(chosen)} logged steps; not read: {others}")
+    return chosen
+
+
+def _is_grpo(values: dict) -> bool:
+    return any(key.removeprefix("train/") == "reward" or key.removeprefix("train/").startswith("rewards/")
+               for key in values)
 
 
 def _is_step(values: dict) -> bool:
