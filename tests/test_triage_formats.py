@@ -253,6 +253,18 @@ def test_a_console_log_of_an_sft_warm_up_then_grpo_reads_the_grpo_training(tmp_p
     assert any("2 trainings" in said and "10 logged steps without rewards" in said for said in log.said), log.said
 
 
+@pytest.mark.parametrize("line", ["[xlam100] {s:3d}/100 | loss={loss:.4f} | reward={reward:.3f}",
+                                  "step {s} loss={loss:.4f} reward={reward:.3f} kl=0.001",
+                                  "2026-04-26 03:38:38 INFO step={s}: reward={reward:.3f}, loss={loss:.4f}"])
+def test_a_hand_written_loops_progress_lines(tmp_path, line):
+    """A loop that prints one line a step, its step and key=value pairs, whatever the wrapping."""
+    path = tmp_path / "train.log"
+    path.write_text("loading data...\n" + "".join(line.format(s=s, loss=-s / 100, reward=s / 50) + "\n"
+                                                for s in range(1, 11)) + "  -> ckpt s10\n")
+    log = read_source(str(path))
+    assert log.kind == "console" and log.series["reward"][2] == (3, 0.06) and log.series["loss"][0] == (1, -0.01)
+
+
 def test_a_console_log_that_starts_like_json_is_still_a_console_log(tmp_path):
     """A script's own prints come first ('[gating] ...', '{config}'), then the Trainer's dicts."""
     path = tmp_path / "training.log"

@@ -5,7 +5,9 @@
   bars, warnings and the script's own prints. The dict carries no step: it is read from the training bar
   printed just before it (`  5/100 [00:10<...]`), else counted in logging_steps. A script that trains twice
   (an SFT warm-up, then GRPO) prints both: the last GRPO training is read, and the report says so;
-- verl prints `step:12 - critic/score/mean:0.51 - actor/entropy:1.2 - ...` once a step.
+- verl prints `step:12 - critic/score/mean:0.51 - actor/entropy:1.2 - ...` once a step;
+- a hand-written loop prints a progress line a step, `  12/100 | loss=0.0123 | reward=0.250` or `step 12
+  loss=0.01 reward=0.25`: its step and key=value pairs, read where neither of the above is found.
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ PRINTED_DICT = re.compile(r"\{'[^{}\n]*\}")
 BARE_NONFINITE = re.compile(r"(?<=[:,\[] )(-?(?:nan|inf))(?=[,}\]])")
 VERL_STEP = re.compile(r"\bstep:(\d+) - (.*)$")
 VERL_PAIR = re.compile(r"([^\s:]+):\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))(?=\s|$)")
+# A hand-written loop's progress line: its step ("12/100", "step 12", "step=12") and key=value pairs, among them a
+# metric every trainer logs: "[run]  12/100 | loss=0.0123 | reward=0.250".
+LOOP_STEP = re.compile(r"(?:\bstep\s*[=:]?\s*(\d+)\b|(?<![\w./])(\d+)/\d+(?![\w./]))", re.IGNORECASE)
+LOOP_PAIR = re.compile(r"(?<![\w/.])([A-Za-z_][\w/.]*)\s*=\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))"
+                       r"(?![\w.])")
 # Dicts that are not a training step: evaluation passes and the end-of-training summary; a printed config
 # or generation settings dict holds none of the keys every trainer's step log has.
 NOT_A_STEP = ("eval_", "train_runtime", "test_")
@@ -35,7 +42,8 @@ STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy"
 
 
 def looks_like_console(text: str) -> bool:
-    return bool(PRINTED_DICT.search(text) or VERL_STEP.search(text))
+    return bool(PRINTED_DICT.search(text) or VERL_STEP.search(text)
+                or any(_loop_line(line) for line in text.splitlines()[:2000]))
 
 
 def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
@@ -49,9 +57,11 @@ def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
     if not _read_verl(text, log):
         _read_trainer_dicts(text, log, logging_steps)
     if not log.series and not log.nonfinite:
+        _read_loop_lines(text, log)
+    if not log.series and not log.nonfinite:
         raise HypotrackError(f"{path}: a text file with no logged training step in it (neither the dicts "
                              "transformers' Trainer prints, {'loss': ..., 'reward': ...}, nor verl's 'step:N - "
-                             "key:value' lines); pass the run's trainer_state.json, its TensorBoard folder or a "
+                             "key:value' lines, nor a loop's 'step 12 | loss=... | reward=...' lines); pass the run's trainer_state.json, its TensorBoard folder or a "
                              "tracker's CSV export instead")
     return non_empty(log.sort())
 
@@ -67,6 +77,25 @@ def _read_verl(text: str, log: RunLog) -> bool:
             log.add(key, step, float(value))
             found = True
     return found
+
+
+def _loop_line(line: str) -> tuple[int, list[tuple[str, float]]] | None:
+    """(step, pairs) of a hand-written loop's progress line, or None."""
+    step = LOOP_STEP.search(line)
+    if not step:
+        return None
+    pairs = [(key, float(value)) for key, value in LOOP_PAIR.findall(line)]
+    if not any(key in STEP_KEYS_ANY or key.startswith("rewards/") for key, _ in pairs):
+        return None
+    return int(step.group(1) or step.group(2)), pairs
+
+
+def _read_loop_lines(text: str, log: RunLog) -> None:
+    for line in re.split(r"[\r\n]+", text):
+        found = _loop_line(line)
+        if found:
+            for key, value in found[1]:
+                log.add(key, found[0], value)
 
 
 def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> None:
