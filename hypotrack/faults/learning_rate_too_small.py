@@ -12,8 +12,8 @@ class LearningRateTooSmall(PlantedFault):
     name = "learning_rate_too_small"
     imitates = "h26"
     description = ("the learning rate is three thousandths of the calibrated one (a full-fine-tuning rate kept for LoRA "
-                   "adapters, or a typo in the exponent): the rewards vary within groups, the gradients are "
-                   "healthy, and the policy hardly moves")
+                   "adapters: X-R1#66 at 1e-6; DanceGRPO#45, where 1e-6 'always leads to training failure'): the "
+                   "rewards vary within groups, the gradients are healthy, and the policy hardly moves")
     seams = ("config",)
 
     @dataclass(frozen=True)
