@@ -153,7 +153,7 @@ def test_under_vllm_the_trainers_forward_names_the_transform_vllms_logprobs_carr
     hook._trainer = SimpleNamespace(model=model, vllm_generation=engine, temperature=1.0)
     torch.manual_seed(0)
     rollout = batch([1, 0], ["a", "b"], G=2, completion_ids=[[5, 6, 7, EOS], [8, 9, EOS, PAD]])
-    out = hook._transform_report(hook._served_transforms(rollout))
+    out = hook._transform_report(*hook._served_transforms(rollout))
     assert out["closing_transform"] == closes
     assert (out["transform_gap_mean"] > 1e-3) == (closes != 0.0)
 

@@ -87,10 +87,11 @@ DERIVED_METRICS: dict[str, str] = {
     "ties/excess_over_independent": "a lone 0/1 task reward's share of tied groups (frac_reward_zero_std) minus "
                                     "p^G + (1-p)^G, what groups of completions drawn at random from the batch would "
                                     "tie (G from the run's params num_generations)",
-    "policy/still": "run: 1 on a flat run (its progress) where most groups carry an advantage (frac_reward_zero_std at most 0.5 on average, or a reward that varies within steps) "
-                    "yet the policy stays where it started (kl to the reference at most 0.01 over the last ten logged "
-                    "steps, and an entropy within 10% of its start where logged): the progress's 'updates too small to move the policy'; "
-                    "0 on any other run that logged a kl (absent without one)",
+    "policy/still": "run: 1 on a flat run (its progress) where most groups carry an advantage "
+                    "(frac_reward_zero_std at most 0.5 on average, or a reward that varies within steps) yet the "
+                    "policy stays where it started (kl to the reference at most 0.01 over the last ten logged steps, "
+                    "and an entropy within 10% of its start where logged): the progress's 'updates too small to move "
+                    "the policy'; 0 on any other run that logged a kl (absent without one)",
     "kl/loss_fit": "run: the share of the logged loss that the fitted KL term accounts for (R^2 through 0): near 1 "
                    "when the KL term makes up the loss, near 0 when the policy term's noise does",
 }

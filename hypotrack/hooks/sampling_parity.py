@@ -212,8 +212,9 @@ class SamplingParityHook(DiagnosticHook):
                 out.update(generator_gap_mean=f(gap.mean()), generator_gap_max=f(gap.max()))
         return out
 
-    def _served_transforms(self, batch: RolloutBatch) -> dict[str, list[Any]]:
-        """Per-token gaps, as the tap collects them, for vLLM's sampled tokens from a fresh trainer forward."""
+    def _served_transforms(self, batch: RolloutBatch) -> tuple[dict[Any, list[Any]], list[Any]]:
+        """Per-token gaps, as the tap collects them, for vLLM's sampled tokens from a fresh trainer forward, and
+        vLLM's own logprobs against the trainer's under the generator's transforms."""
         import torch
 
         from hypotrack.hooks._util import eval_mode, unwrap
@@ -228,7 +229,7 @@ class SamplingParityHook(DiagnosticHook):
             logits = model(input_ids=ids, attention_mask=attention).logits
         sampled = batch.sampling_per_token_logps
         gaps: dict[Any, list[Any]] = {drop: [] for drop in (None, *TRANSFORMS)}
-        residual: list[Any] = []  # vLLM's own logprobs against the trainer's under the generator's transforms
+        residual: list[Any] = []
         for t in range(completion.size(1)):
             keep = mask[:, t]
             if not keep.any():
@@ -240,15 +241,15 @@ class SamplingParityHook(DiagnosticHook):
                 gaps[drop].append((transformed - scoring).abs()[keep])
                 if drop is None and sampled is not None:
                     residual.append((sampled[:rows, t].float().to(transformed.device) - transformed).abs()[keep])
-        return {**gaps, "residual": residual}
+        return gaps, residual
 
-    def _transform_report(self, collected: dict[Any, list[Any]]) -> dict[str, float]:
-        """transform_gap_*, gap_without_* and closing_transform from per-token gaps; {} without any."""
+    def _transform_report(self, collected: dict[Any, list[Any]], residual: list[Any] = ()) -> dict[str, float]:
+        """transform_gap_*, gap_without_* and closing_transform from per-token gaps (and transform_residual_mean
+        from vLLM's residual); {} without any."""
         import torch
 
         if not collected[None]:
             return {}
-        residual = collected.pop("residual", [])
         gaps = {drop: torch.cat(values).float() for drop, values in collected.items()}
         finite = torch.isfinite(gaps[None])
         gap = gaps[None][finite]
@@ -271,7 +272,7 @@ class SamplingParityHook(DiagnosticHook):
             served = self._served_precision(batch)
             if served:
                 if tap is not None:  # this rollout is one of the `every`: the transforms' part of vLLM's gap
-                    report = self._transform_report(self._served_transforms(batch))
+                    report = self._transform_report(*self._served_transforms(batch))
                     served.update({f"generator_{key}": report[key] for key in
                                    ("transform_gap_mean", "transform_gap_max", "closing_transform",
                                     "transform_residual_mean") if key in report})

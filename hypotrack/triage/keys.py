@@ -71,11 +71,14 @@ KNOWN = frozenset(TRL_METRICS)
 DIAGNOSTICS_PREFIX = "diag/"
 
 
+def _unsplit(raw: str) -> str:
+    """The key without a tracker's split in front of it ("train/reward" is reward)."""
+    return raw.strip().removeprefix(TRAIN_PREFIX)
+
+
 def canonical_name(raw: str) -> str | None:
     """Today's TRL name of a logged key, or None when it is not a training metric triage reads."""
-    name = raw.strip()
-    if name.startswith(TRAIN_PREFIX):
-        name = name[len(TRAIN_PREFIX):]
+    name = _unsplit(raw)
     if name.startswith(EVAL_PREFIXES) or name in SUMMARY_KEYS:
         return None
     if name in CONVERTED:
@@ -116,7 +119,7 @@ def canonical(log: RunLog) -> Canonical:
         elif name == raw or name not in out.series:
             if name != raw:
                 renamed[raw] = name
-            convert = CONVERTED.get(raw.strip().removeprefix(TRAIN_PREFIX), (None, None))[1]
+            convert = CONVERTED.get(_unsplit(raw), (None, None))[1]
             out.series[name] = [(step, convert(value) if convert else value) for step, value in log.series[raw]]
     # Back in the order the source listed them (the first reward function is the task's by default).
     order: dict[str, int] = {}

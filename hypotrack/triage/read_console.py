@@ -28,13 +28,14 @@ BAR = re.compile(r"(\d+)/(\d+) \[")
 PRINTED_DICT = re.compile(r"\{'[^{}\n]*\}")
 # print() writes float('nan') and float('inf') bare, which literal_eval does not read.
 BARE_NONFINITE = re.compile(r"(?<=[:,\[] )(-?(?:nan|inf))(?=[,}\]])")
+# A logged number as a line prints it: 0.5, -3e-05, .25, nan, inf.
+NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)"
 VERL_STEP = re.compile(r"\bstep:(\d+) - (.*)$")
-VERL_PAIR = re.compile(r"([^\s:]+):\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))(?=\s|$)")
+VERL_PAIR = re.compile(rf"([^\s:]+):\s*({NUMBER})(?=\s|$)")
 # A hand-written loop's progress line: its step ("12/100", "step 12", "step=12") and key=value pairs, among them a
 # metric every trainer logs: "[run]  12/100 | loss=0.0123 | reward=0.250".
 LOOP_STEP = re.compile(r"(?:\bstep\s*[=:]?\s*(\d+)\b|(?<![\w./])(\d+)/\d+(?![\w./]))", re.IGNORECASE)
-LOOP_PAIR = re.compile(r"(?<![\w/.])([A-Za-z_][\w/.]*)\s*=\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf))"
-                       r"(?![\w.])")
+LOOP_PAIR = re.compile(rf"(?<![\w/.])([A-Za-z_][\w/.]*)\s*=\s*({NUMBER})(?![\w.])")
 # Dicts that are not a training step: evaluation passes and the end-of-training summary; a printed config
 # or generation settings dict holds none of the keys every trainer's step log has.
 NOT_A_STEP = ("eval_", "train_runtime", "test_")
@@ -61,8 +62,8 @@ def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
     if not log.series and not log.nonfinite:
         raise HypotrackError(f"{path}: a text file with no logged training step in it (neither the dicts "
                              "transformers' Trainer prints, {'loss': ..., 'reward': ...}, nor verl's 'step:N - "
-                             "key:value' lines, nor a loop's 'step 12 | loss=... | reward=...' lines); pass the run's trainer_state.json, its TensorBoard folder or a "
-                             "tracker's CSV export instead")
+                             "key:value' lines, nor a loop's 'step 12 | loss=... | reward=...' lines); pass the run's "
+                             "trainer_state.json, its TensorBoard folder or a tracker's CSV export instead")
     return non_empty(log.sort())
 
 
