@@ -16,11 +16,12 @@ import itertools
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from hypotrack.ports import unclaimed_port
 
 SUPERUSER = "hypotrack"
 START_TIMEOUT = 60
@@ -49,18 +50,12 @@ def unavailable() -> str | None:
     return None
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class PostgresServer:
     """One postmaster on 127.0.0.1:<port>; `create_database()` hands each test an empty database."""
 
     def __init__(self) -> None:
         self.bin = bindir()
-        self.port = free_port()
+        self.port = unclaimed_port()
         self.root = Path(tempfile.mkdtemp(prefix="hypotrack-pg-"))
         self.data = self.root / "data"
         self.process: subprocess.Popen | None = None

@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from pg_server import free_port
 from runner_support import cli, env_for, registry_rows
+
+from hypotrack.ports import unclaimed_port
 
 pytestmark = pytest.mark.slow
 
@@ -29,7 +30,7 @@ def mlflow_server(tmp_path_factory) -> tuple[str, Path]:
     from hypotrack.run.recording.mlflow_ui import stop_group, wait_until_answers
 
     root = tmp_path_factory.mktemp("mlflow-server")
-    port = free_port()
+    port = unclaimed_port()
     # As `hypotrack ui` starts it: one web worker and no GenAI job consumers, which a 2-core machine
     # otherwise spends 20-40 s starting.
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}

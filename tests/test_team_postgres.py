@@ -10,8 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from pg_server import free_port
-
+from hypotrack.ports import unclaimed_port
 from hypotrack.registry import open_registry, queries, store
 
 # The CLI with psycopg made unimportable, as in an install without the [postgres] extra.
@@ -39,7 +38,7 @@ def test_missing_driver_says_which_extra_to_install():
 
 
 def test_unreachable_server_is_one_paragraph_without_the_password():
-    port = free_port()  # nothing listens there
+    port = unclaimed_port()  # nothing listens there
     message = one_paragraph_error(
         hypotrack("--db", f"postgresql://team:s3cret@127.0.0.1:{port}/hypotrack", "db", "current"))
     assert f"cannot open registry postgresql+psycopg://team:***@127.0.0.1:{port}/hypotrack" in message

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,13 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from hypotrack.ports import unclaimed_port
+
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _group_alive(pgid: int) -> bool:
@@ -31,7 +26,7 @@ def _group_alive(pgid: int) -> bool:
 
 
 def test_ui_prints_its_url_once_it_answers_and_stops_its_whole_group(tmp_path: Path) -> None:
-    port = _free_port()
+    port = unclaimed_port()
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
     started = time.monotonic()
     ui = subprocess.Popen([sys.executable, "-m", "hypotrack.cli", "ui", "--tracking-uri", store, "--port", str(port)],
@@ -79,7 +74,7 @@ def test_ui_lists_each_hypothesis_experiment_with_its_latest_verdict(tmp_path: P
 
     def listing(*args: str) -> tuple[int, str]:
         ui = subprocess.Popen([sys.executable, "-m", "hypotrack.cli", "ui", "--tracking-uri", store,
-                               "--port", str(_free_port()), *args],
+                               "--port", str(unclaimed_port()), *args],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         lines = []
         try:

@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -25,6 +24,8 @@ from pathlib import Path
 
 import pytest
 from runner_support import cli, env_for, mlflow_runs, start_cli
+
+from hypotrack.ports import unclaimed_port
 
 pytestmark = pytest.mark.slow
 
@@ -115,12 +116,6 @@ class Session:
         return next(r for r in self.runs if r.data.tags.get("hypotrack.kind") == "test")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory, toy_cache: Path):
     reason = chromium_missing()
@@ -135,7 +130,7 @@ def ui(tmp_path_factory, toy_cache: Path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
     started = time.monotonic()
-    server = start_cli(["ui", "--port", str(_free_port())], env, tmp)
+    server = start_cli(["ui", "--port", str(unclaimed_port())], env, tmp)
     links: dict[str, str] = {}
     verdicts: dict[str, str] = {}
     line, name = server.stdout.readline(), None

@@ -147,9 +147,9 @@ def test_a_crash_whose_error_is_a_known_cause_names_its_hypothesis(tmp_path: Pat
 
 @pytest.mark.slow
 def test_under_accelerate_two_cpu_processes_log_once_and_record_once(tmp_path: Path, toy_cache: Path) -> None:
-    from hypotrack.run.launching.base import free_port
+    from hypotrack.ports import unclaimed_port
 
-    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--main_process_port", str(free_port()),
+    launcher = [sys.executable, "-m", "accelerate.commands.launch", "--main_process_port", str(unclaimed_port()),
                 "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
                 "--dynamo_backend", "no"]
     # accelerate's torchrun path over gloo, as hypotrack's accelerate launcher starts it on a CPU machine

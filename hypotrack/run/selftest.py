@@ -81,6 +81,7 @@ class SelftestResult:
     store: Path
     expected: dict[str, str] = field(default_factory=dict)  # row -> the hypothesis its fault should validate
     triage: Any = None  # hypotrack.triage.calibration.TriageAccuracy: triage on the same runs' plain TRL logs
+    failures: dict[str, str] = field(default_factory=dict)  # run folder -> why that training did not finish
 
     def diagonal(self) -> tuple[int, int]:
         cells = [(f, h) for f, h in self.expected.items() if h in self.hypotheses and f in self.rows]
@@ -94,7 +95,8 @@ class SelftestResult:
         hits, total = self.diagonal()
         return {
             "rows": self.rows, "hypotheses": self.hypotheses, "seconds": round(self.seconds, 1),
-            "unique_runs": self.unique_runs, "failed_runs": self.failed_runs, "store": str(self.store),
+            "unique_runs": self.unique_runs, "failed_runs": self.failed_runs, "failures": self.failures,
+            "store": str(self.store),
             "diagonal": {"validated": hits, "of": total},
             "false_validations": [list(c) for c in self.false_validations()],
             "expected": self.expected,
@@ -209,7 +211,8 @@ def run_selftest(library: Library, registry: Registry, tracker: Tracker, out_dir
                                   expected, library.hypotheses)
         result = SelftestResult([row.name for row in rows], hypotheses, verdicts, time.time() - started,
                                 len(unique), sum(a.status != "finished" for a in arms), out_dir, expected,
-                                triage=triaged)
+                                triage=triaged,
+                                failures={a.dir.name: a.error or a.status for a in arms if a.status != "finished"})
         tracker.log_dict(parent, result.as_json(), "selftest.json")
         tracker.log_text(parent, render_markdown(result), "selftest.md")
         state = "finished"

@@ -8,8 +8,9 @@ the trainer builds the engine.
 from __future__ import annotations
 
 import os
-import socket
 from typing import Any
+
+from hypotrack.ports import unclaimed_port
 
 
 def own_rendezvous_port() -> None:
@@ -19,9 +20,7 @@ def own_rendezvous_port() -> None:
     bind it (EADDRINUSE); a process launched as one rank of several keeps the port its launcher gave it."""
     if os.environ.get("WORLD_SIZE", "1") != "1" or os.environ.get("MASTER_PORT"):
         return
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        os.environ["MASTER_PORT"] = str(sock.getsockname()[1])
+    os.environ["MASTER_PORT"] = str(unclaimed_port())
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
 
 

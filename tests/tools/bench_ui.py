@@ -16,20 +16,15 @@ import argparse
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
+from hypotrack.ports import unclaimed_port
+
 CHART_TEXT = "treatment (reward)"  # the saved view's reward chart, both arms on it
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def browser():  # a selenium WebDriver
@@ -54,7 +49,7 @@ def time_page(driver, url: str, started: float) -> float:
 def hypotrack_ui(store: str, driver) -> tuple[float, float]:
     started = time.monotonic()
     ui = subprocess.Popen([sys.executable, "-m", "hypotrack.cli", "ui", "--tracking-uri", store, "--port",
-                           str(free_port())], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                           str(unclaimed_port())], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         for line in ui.stdout:  # each experiment: "  hypotrack/hNN: <verdict>", then its link indented below
             match = re.match(r"    (http://\S+)", line)
@@ -68,7 +63,7 @@ def hypotrack_ui(store: str, driver) -> tuple[float, float]:
 
 
 def mlflow_defaults(store: str, driver, experiment_id: str) -> tuple[float, float]:
-    port = free_port()
+    port = unclaimed_port()
     started = time.monotonic()
     server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store, "--host",
                                "127.0.0.1", "--port", str(port)], stdout=subprocess.DEVNULL,

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from hypotrack.errors import HypotrackError
-from hypotrack.run.launching.base import LAUNCHERS, Launcher, LaunchOptions, free_port, worker_env
+from hypotrack.ports import unclaimed_port
+from hypotrack.run.launching.base import LAUNCHERS, Launcher, LaunchOptions, worker_env
 
 
 class AccelerateLauncher(Launcher):
@@ -34,7 +35,7 @@ class AccelerateLauncher(Launcher):
     def command(self, spec_path: Path) -> list[str]:
         # `accelerate launch` of the runner's own Python (no PATH lookup), with its own rendezvous port
         # per arm: arms that run side by side must not meet on accelerate's default.
-        command = [sys.executable, "-m", "accelerate.commands.launch", "--main_process_port", str(free_port())]
+        command = [sys.executable, "-m", "accelerate.commands.launch", "--main_process_port", str(unclaimed_port())]
         if self.cpu_only:
             mode = ["--multi_gpu"] if self.processes > 1 else ["--cpu"]
             command += [*mode, "--num_processes", str(self.processes), "--num_machines", "1",

@@ -1,0 +1,42 @@
+"""A port handed to a listener that binds later lies outside the kernel's ephemeral range, and is free."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from hypotrack import ports
+from hypotrack.ports import EPHEMERAL_RANGE, LOWEST, unclaimed_port
+
+
+def test_the_port_is_free_and_below_the_range_the_kernel_hands_out() -> None:
+    first_ephemeral = int(Path(EPHEMERAL_RANGE).read_text().split()[0])
+    ports = {unclaimed_port() for _ in range(20)}
+    assert all(LOWEST <= port < first_ephemeral for port in ports), ports
+    assert len(ports) > 1  # drawn at random: two arms asking at once rarely meet
+    for port in ports:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+
+
+def test_a_port_someone_listens_on_is_never_handed_out(tmp_path: Path, monkeypatch) -> None:
+    # ten candidates below a pretended ephemeral range; a listener on nine of them leaves one
+    (tmp_path / "range").write_text(f"{LOWEST + 10}\t60999\n")
+    monkeypatch.setattr(ports, "EPHEMERAL_RANGE", str(tmp_path / "range"))
+    held = []
+    try:
+        for port in range(LOWEST, LOWEST + 10):
+            sock = socket.socket()
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:  # someone on this machine listens there already
+                sock.close()
+                continue
+            sock.listen()
+            held.append(sock)
+        free = set(range(LOWEST, LOWEST + 10)) - {sock.getsockname()[1] for sock in held[:-1]}
+        held.pop().close()
+        assert {ports.unclaimed_port() for _ in range(30)} <= free
+    finally:
+        for sock in held:
+            sock.close()
