@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import socket
 from pathlib import Path
 
@@ -17,6 +18,15 @@ def test_the_port_is_free_and_below_the_range_the_kernel_hands_out() -> None:
     for port in ports:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", port))
+
+
+def test_two_arms_of_the_same_seed_draw_different_ports() -> None:
+    # each arm seeds `random` with its seed before it asks for a port: a draw from it would be the same in both
+    drawn = []
+    for _ in range(2):
+        random.seed(0)
+        drawn.append(unclaimed_port())
+    assert drawn[0] != drawn[1]
 
 
 def test_a_port_someone_listens_on_is_never_handed_out(tmp_path: Path, monkeypatch) -> None:
