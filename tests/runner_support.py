@@ -24,6 +24,7 @@ def env_for(tmp: Path, cache: Path, project: Path = REPO) -> dict[str, str]:
         "MLFLOW_TRACKING_URI": f"sqlite:///{tmp / 'mlflow.db'}",
         "HF_HUB_OFFLINE": "1",
         "PYTHONWARNINGS": "ignore",
+        "COLUMNS": "200",  # the CLI wraps to COLUMNS: a test reads whole lines whatever terminal ran pytest
     })
     return env
 
