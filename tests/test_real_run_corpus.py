@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -25,10 +26,14 @@ LOG_ROOTS = (CORPUS_DIR, PROJECT.parent / "shared" / "real_runs")
 ENTRIES = yaml.safe_load((CORPUS_DIR / "corpus.yaml").read_text())["entries"]
 HYPOTHESES = {path.name.split("_", 1)[0] for path in (PROJECT / "hypotheses").glob("h*.yaml")}
 OUTCOMES = {"learned", "flat", "worse", "unclear"}
-# Files in the corpus folder that are not logs: the corpus itself, what it generates, and its ignore rule.
-CORPUS_OWN_FILES = {"corpus.yaml", "holdout_before.md", "holdout_before_grown.md", ".gitignore"}
+# Files in the corpus folder that are not logs: the corpus itself, its ignore rule, and the holdout's first reading
+# each time the corpus grew (holdout_before*.md).
+CORPUS_OWN_FILES = {"corpus.yaml", ".gitignore"}
 # Logs triage cannot read yet, each with what stops it; an entry comes out when its reader is fixed.
-NOT_READ_YET: dict[str, str] = {}
+NOT_READ_YET: dict[str, str] = {
+    "gfs__best_run": "a W&B export of the held-out reward and mean_response_length alone: triage reads the run's "
+                     "training metrics, and reads neither as one",
+}
 
 
 def _log_folder(slug: str) -> Path | None:
@@ -78,7 +83,8 @@ def test_every_file_in_the_corpus_folder_is_listed():
         if not root.is_dir():
             continue
         for path in root.rglob("*"):
-            if path.is_file() and path.relative_to(root).parts[0] not in CORPUS_OWN_FILES:
+            own = path.relative_to(root).parts[0]
+            if path.is_file() and own not in CORPUS_OWN_FILES and not fnmatch(own, "holdout_before*.md"):
                 relative = path.relative_to(root)
                 if len(relative.parts) != 2 or tuple(relative.parts) not in listed:
                     unlisted.append(str(path))
@@ -127,7 +133,8 @@ def _readability_case(entry: dict):
 def test_triage_reads_every_log_of_the_corpus(entry, tmp_path):
     source = _source(entry, _log_folder(entry["slug"]))
     env = {**os.environ, "HYPOTRACK_DB": str(tmp_path / "registry.db")}
-    done = subprocess.run([sys.executable, "-m", "hypotrack.cli", "triage", str(source), "--json"],
+    run = ["--run", entry["run_name"]] if entry.get("run_name") else []  # an export of several runs
+    done = subprocess.run([sys.executable, "-m", "hypotrack.cli", "triage", str(source), "--json", *run],
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
     assert "Traceback" not in done.stderr, done.stderr[-2000:]
     assert done.returncode == 0, done.stderr[-2000:]

@@ -265,6 +265,30 @@ def test_a_hand_written_loops_progress_lines(tmp_path, line):
     assert log.kind == "console" and log.series["reward"][2] == (3, 0.06) and log.series["loss"][0] == (1, -0.01)
 
 
+TABLES = {
+    # printed by hand, after a logger's timestamp, among the loop's other prints (a line of two cells is no row)
+    "by hand": ("12:00:01 | Step | Reward |     KL | Grad Norm |     LR\n12:00:01 | ------------------------------\n",
+                "12:00:01 | {s:4d} | {reward:6.3f} | {kl:6.3f} | {grad:9.2f} | 1e-06\n"),
+    # rich's box table
+    "rich": ("┏━━━━━━┳━━━━━━━━┳━━━━━━━┳━━━━━━━━━━━┳━━━━━━━┓\n┃ Step ┃ Reward ┃    KL ┃ Grad Norm ┃    LR ┃\n"
+             "┡━━━━━━╇━━━━━━━━╇━━━━━━━╇━━━━━━━━━━━╇━━━━━━━┩\n",
+             "│ {s:4d} │ {reward:6.3f} │ {kl:5.3f} │ {grad:9.2f} │ 1e-06 │\n"),
+}
+
+
+@pytest.mark.parametrize("style", sorted(TABLES))
+def test_a_table_a_loop_prints_reads_its_columns_as_keys(tmp_path, style):
+    """A loop that prints its steps as a table: a header naming the step column, a row of numbers a step."""
+    header, row = TABLES[style]
+    rows = "".join(row.format(s=s, reward=s / 50, kl=-0.5, grad=2.0 + s) for s in range(1, 11))
+    path = tmp_path / "train.log"
+    path.write_text("Gen 1: Reward= 0.255 | M: d4d3 a6c5\n" + header + rows + "done\n")
+    log = read_source(str(path))
+    assert log.kind == "console" and log.series["reward"][2] == (3, 0.06) and len(log.series["reward"]) == 10
+    assert log.series["kl"][0] == (1, -0.5) and log.series["grad_norm"][-1] == (10, 12.0)
+    assert log.series["lr"][0] == (1, 1e-06) and canonical_name("lr") == "learning_rate"
+
+
 def test_a_console_log_that_starts_like_json_is_still_a_console_log(tmp_path):
     """A script's own prints come first ('[gating] ...', '{config}'), then the Trainer's dicts."""
     path = tmp_path / "training.log"

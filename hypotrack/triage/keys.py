@@ -54,6 +54,7 @@ OTHER_TRAINERS = {
     "std_reward": "reward_std",
     "token_entropy": "entropy",
     "avg_response_token_length": "completions/mean_length",
+    "lr": "learning_rate",
 }
 # Keys whose quantity TRL logs in another form: the key -> (TRL's name, the conversion). Tinker logs the share of
 # groups whose completions scored differently (frac_mixed); TRL the share whose rewards all tied.

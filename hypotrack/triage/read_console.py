@@ -6,8 +6,12 @@
   printed just before it (`  5/100 [00:10<...]`), else counted in logging_steps. A script that trains twice
   (an SFT warm-up, then GRPO) prints both: the last GRPO training is read, and the report says so;
 - verl prints `step:12 - critic/score/mean:0.51 - actor/entropy:1.2 - ...` once a step;
+- a hand-written loop prints a table (by hand, tabulate or rich): a header row of column names, one of them the
+  step, and a row of numbers a step beneath it, the cells split by `|` or a box line, `Step | Reward |  KL` then
+  `  12 |  0.250 | 0.01`; its column names are read as keys (lower case, spaces as `_`: `Grad Norm` is
+  grad_norm), where neither of the above is found;
 - a hand-written loop prints a progress line a step, `  12/100 | loss=0.0123 | reward=0.250` or `step 12
-  loss=0.01 reward=0.25`: its step and key=value pairs, read where neither of the above is found.
+  loss=0.01 reward=0.25`: its step and key=value pairs, read where none of the above is found.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 from hypotrack.errors import HypotrackError
 
 from .runlog import RunLog
-from .values import decode_text, non_empty, number
+from .values import STEP_KEYS, decode_text, non_empty, number
 
 # A tqdm bar's position: "  5/100 [00:10<03:10, ...]".
 BAR = re.compile(r"(\d+)/(\d+) \[")
@@ -36,6 +40,11 @@ VERL_PAIR = re.compile(rf"([^\s:]+):\s*({NUMBER})(?=\s|$)")
 # metric every trainer logs: "[run]  12/100 | loss=0.0123 | reward=0.250".
 LOOP_STEP = re.compile(r"(?:\bstep\s*[=:]?\s*(\d+)\b|(?<![\w./])(\d+)/\d+(?![\w./]))", re.IGNORECASE)
 LOOP_PAIR = re.compile(rf"(?<![\w/.])([A-Za-z_][\w/.]*)\s*=\s*({NUMBER})(?![\w.])")
+# A printed table's cells, split by "|" or a box-drawing line (rich, tabulate); a timestamp or logger prefix is a cell.
+TABLE_BARS = "|│┃"
+TABLE_CELLS = re.compile(rf"\s*[{TABLE_BARS}]\s*")
+# What a table's step column is headed.
+TABLE_STEP_NAMES = frozenset(name.lower() for name in STEP_KEYS) | {"iter", "update", "it"}
 # Dicts that are not a training step: evaluation passes and the end-of-training summary; a printed config
 # or generation settings dict holds none of the keys every trainer's step log has.
 NOT_A_STEP = ("eval_", "train_runtime", "test_")
@@ -43,8 +52,11 @@ STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy"
 
 
 def looks_like_console(text: str) -> bool:
+    lines = text.splitlines()
     return bool(PRINTED_DICT.search(text) or VERL_STEP.search(text)
-                or any(_loop_line(line) for line in text.splitlines()[:2000]))
+                or any(_loop_line(line) for line in lines[:2000])
+                or any(_table_header(_table_cells(line)) is not None for line in lines
+                       if any(bar in line for bar in TABLE_BARS)))
 
 
 def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
@@ -58,12 +70,15 @@ def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
     if not _read_verl(text, log):
         _read_trainer_dicts(text, log, logging_steps)
     if not log.series and not log.nonfinite:
+        _read_tables(text, log)
+    if not log.series and not log.nonfinite:
         _read_loop_lines(text, log)
     if not log.series and not log.nonfinite:
         raise HypotrackError(f"{path}: a text file with no logged training step in it (neither the dicts "
                              "transformers' Trainer prints, {'loss': ..., 'reward': ...}, nor verl's 'step:N - "
-                             "key:value' lines, nor a loop's 'step 12 | loss=... | reward=...' lines); pass the run's "
-                             "trainer_state.json, its TensorBoard folder or a tracker's CSV export instead")
+                             "key:value' lines, nor a table headed 'Step | Reward | ...', nor a loop's 'step 12 | "
+                             "loss=... | reward=...' lines); pass the run's trainer_state.json, its TensorBoard folder "
+                             "or a tracker's CSV export instead")
     return non_empty(log.sort())
 
 
@@ -78,6 +93,39 @@ def _read_verl(text: str, log: RunLog) -> bool:
             log.add(key, step, float(value))
             found = True
     return found
+
+
+def _read_tables(text: str, log: RunLog) -> None:
+    """Every row of numbers under a table header whose columns name the step; a row has the header's cells."""
+    header: list[str | None] | None = None
+    step_at = 0
+    for line in re.split(r"[\r\n]+", text):
+        cells = _table_cells(line)
+        if len(cells) < 3:
+            continue
+        found = _table_header(cells)
+        if found is not None:
+            header, step_at = [re.sub(r"\s+", "_", cell.lower()) or None for cell in cells], found
+            continue
+        if header is None or len(cells) != len(header) or not cells[step_at].isdigit():
+            continue
+        for name, cell in zip(header, cells):
+            value = number(cell)
+            if name and name not in TABLE_STEP_NAMES and value is not None:
+                log.add(name, int(cells[step_at]), value)
+
+
+def _table_cells(line: str) -> list[str]:
+    return TABLE_CELLS.split(line.strip().strip(TABLE_BARS + " "))
+
+
+def _table_header(cells: list[str]) -> int | None:
+    """Where the step column is, when ``cells`` head a table: one of them names the step, and at least three are
+    names rather than numbers (a timestamp prefix is one)."""
+    steps = [i for i, cell in enumerate(cells) if cell.lower() in TABLE_STEP_NAMES]
+    if len(steps) == 1 and len(cells) >= 3 and sum(number(cell) is None for cell in cells) >= 3:
+        return steps[0]
+    return None
 
 
 def _loop_line(line: str) -> tuple[int, list[tuple[str, float]]] | None:

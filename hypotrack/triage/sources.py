@@ -147,7 +147,7 @@ def _read_file(path: Path) -> list[RunLog]:
     raise HypotrackError(f"{path}: not a source triage reads: a text file with none of the metrics triage reads (no "
                          "trainer_state "
                          "log_history, no CSV header with a step column, no JSON records, no {'loss': ...} dicts a "
-                         f"Trainer printed, no 'step 12 | loss=... | reward=...' lines a loop printed); {WHAT_TO_PASS}")
+                         f"Trainer printed, no 'Step | Reward | ...' table or 'step 12 | loss=... | reward=...' lines a loop printed); {WHAT_TO_PASS}")
 
 
 def _head(path: Path, size: int = 4096) -> bytes:

@@ -83,13 +83,15 @@ def log_source(entry: dict) -> Path:
     return folder / logs[0]
 
 
-def run_hypotrack(source: Path, tree: Path | None) -> Reading:
+def run_hypotrack(source: Path, tree: Path | None, run_name: str | None = None) -> Reading:
+    """``run_name``: the run an export of several runs holds the entry in, passed as a user would (--run)."""
     env = dict(os.environ)
     if tree is not None:  # an older hypotrack checkout, read before any tuning
         env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory() as scratch:
         env["HYPOTRACK_DB"] = str(Path(scratch) / "registry.db")
         command = [sys.executable, "-m", "hypotrack.cli", "triage", str(source), "--json"]
+        command += ["--run", run_name] if run_name else []
         try:
             done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=scratch, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -271,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for entry in entries:
         source = log_source(entry)
-        rows.append(Row(entry, source, run_hypotrack(source, args.hypotrack_tree),
+        rows.append(Row(entry, source, run_hypotrack(source, args.hypotrack_tree, entry.get("run_name")),
                         None if args.no_rldoctor else run_rldoctor(source)))
         print(f"{entry['slug']}: {cell(rows[-1].hypotrack)}", file=sys.stderr)
     args.out.parent.mkdir(parents=True, exist_ok=True)
