@@ -87,7 +87,7 @@ def test_a_matrix_wider_than_the_terminal_shows_one_letter_a_cell() -> None:
                                     "invalidated", 0.67, "")
                 for row in rows for hyp in hypotheses}
     result = SelftestResult(rows=rows, hypotheses=hypotheses, verdicts=verdicts, seconds=60, unique_runs=3,
-                            failed_runs=0, store=Path("."), expected=expected)
+                            store=Path("."), expected=expected)
     for width, label in ((200, "checkpointing_without_input_grads (h19)"), (100, "checkpointing_wit…")):
         console = Console(width=width, record=True, force_terminal=False)
         _print_matrix(console, result)

@@ -77,11 +77,14 @@ class SelftestResult:
     verdicts: dict[tuple[str, str], Verdict]
     seconds: float
     unique_runs: int
-    failed_runs: int
     store: Path
     expected: dict[str, str] = field(default_factory=dict)  # row -> the hypothesis its fault should validate
     triage: Any = None  # hypotrack.triage.calibration.TriageAccuracy: triage on the same runs' plain TRL logs
     failures: dict[str, str] = field(default_factory=dict)  # run folder -> why that training did not finish
+
+    @property
+    def failed_runs(self) -> int:
+        return len(self.failures)
 
     def diagonal(self) -> tuple[int, int]:
         cells = [(f, h) for f, h in self.expected.items() if h in self.hypotheses and f in self.rows]
@@ -210,8 +213,7 @@ def run_selftest(library: Library, registry: Registry, tracker: Tracker, out_dir
         triaged = triage_accuracy(selftest_runs(rows, cells, lambda spec: unique[_unique_key(spec)].series),
                                   expected, library.hypotheses)
         result = SelftestResult([row.name for row in rows], hypotheses, verdicts, time.time() - started,
-                                len(unique), sum(a.status != "finished" for a in arms), out_dir, expected,
-                                triage=triaged,
+                                len(unique), out_dir, expected, triage=triaged,
                                 failures={a.dir.name: a.error or a.status for a in arms if a.status != "finished"})
         tracker.log_dict(parent, result.as_json(), "selftest.json")
         tracker.log_text(parent, render_markdown(result), "selftest.md")
