@@ -12,10 +12,10 @@ from hypotrack.ports import EPHEMERAL_RANGE, LOWEST, unclaimed_port
 
 def test_the_port_is_free_and_below_the_range_the_kernel_hands_out() -> None:
     first_ephemeral = int(Path(EPHEMERAL_RANGE).read_text().split()[0])
-    ports = {unclaimed_port() for _ in range(20)}
-    assert all(LOWEST <= port < first_ephemeral for port in ports), ports
-    assert len(ports) > 1  # drawn at random: two arms asking at once rarely meet
-    for port in ports:
+    drawn = {unclaimed_port() for _ in range(20)}
+    assert all(LOWEST <= port < first_ephemeral for port in drawn), drawn
+    assert len(drawn) > 1  # drawn at random: two arms asking at once rarely meet
+    for port in drawn:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", port))
 
