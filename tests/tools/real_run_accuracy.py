@@ -223,7 +223,7 @@ def render(rows: list[Row], title: str) -> str:
            "split is by repository; triage is tuned on the fit half only, and the holdout half read before any tuning",
            "is in `tests/fixtures/real_runs/holdout_before.md` (its first 16 runs) and",
            "`tests/fixtures/real_runs/holdout_before_grown.md` (the corpus grown to 59 logs, read before any change for",
-           "the new ones).", "",
+           "the new ones) and `tests/fixtures/real_runs/holdout_before_67.md` (grown to 67 logs, likewise).", "",
            "A suspect is false on a run that learned or did not fail, and so is any suspect other than the labelled",
            "cause on a run whose cause is known; runs whose cause is unknown are not scored for false suspects.",
            "`verdict agrees` compares triage's verdict on the run (learning, flat, getting worse) with the labelled",
