@@ -271,13 +271,16 @@ def test_a_5000_step_log_takes_under_2_s_and_imports_no_training_stack(cli_env, 
     assert result.returncode == 0, result.stderr
     modules = {m.split(".")[0] for m in json.loads(result.stdout.split("@@MODULES@@")[-1])}
     assert not modules & {"torch", "transformers", "trl", "mlflow", "peft", "datasets"}, modules
+    # The floor is measured just before and just after the triages, as in test_cli_imports.py: a shared machine's
+    # speed drifts within seconds (the tests run two files at a time), and triage is held to the slower of the two.
+    floor_before = statistics.median(bench.floor_times(3))
     times = []
     for _ in range(3):
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "hypotrack.cli", "triage", str(tmp_path / "long")], env=env, check=True,
                        capture_output=True)
         times.append(time.perf_counter() - started)
-    floor = statistics.median(bench.floor_times(3))
+    floor = max(floor_before, statistics.median(bench.floor_times(3)))
     limit = max(2.0, 5 * floor)
     print(f"triage of 5,000 steps: median {statistics.median(times):.2f} s wall, import floor {floor:.2f} s, "
           f"limit {limit:.2f} s")
