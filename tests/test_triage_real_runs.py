@@ -98,6 +98,32 @@ def test_a_run_that_blew_up_is_getting_worse_whatever_its_reward_did(hypotheses)
 # --------------------------------------------------------------------------- the classes of the issue, one by one
 
 
+def test_a_held_out_accuracy_decides_the_reading_and_names_the_training_reward_beside_it(hypotheses):
+    """The a5align runs log an evaluation pass every 5 steps: eval/reward (format plus answer), eval/format_accuracy
+    and eval/answer_accuracy. The score read is the answer's accuracy: a format score is not the task's."""
+    learned = triage(str(corpus("a5align__reinforce_with_baseline")), hypotheses).progress
+    assert (learned.state, learned.heldout, learned.metric) == ("learning", True, "eval/answer_accuracy")
+    assert learned.steps == 41 and learned.change_low > 0
+    assert learned.smallest_change >= 0.02  # two points of an accuracy, at least
+    assert "on its training reward task_reward/mean it is learning" in learned.also
+    collapsed = triage(str(corpus("a5align__grpo_no_clip")), hypotheses).progress
+    assert (collapsed.state, collapsed.heldout) == ("getting worse", True), collapsed.sentence()
+    # Without a baseline the rollout reward climbs 0.24 -> 0.30 while the answer accuracy on held-out prompts peaks
+    # and falls back: the authors call it a run that did not hold its gains, and so does triage.
+    flat = triage(str(corpus("a5align__no_baseline")), hypotheses).progress
+    assert (flat.state, flat.heldout) == ("flat", True), flat.sentence()
+    assert "on its training reward task_reward/mean it is learning" in flat.also
+
+
+def test_the_held_out_score_read_is_the_task_reward_functions_own(hypotheses):
+    """Wordle stage 2 (TRL's eval rows every 20 steps): the held-out score read is the task reward function's own
+    (eval_rewards/wordle_reward_func/mean, before eval_reward); level, as the training reward is."""
+    progress = triage(str(corpus("wordle__stage2_ckpt160")), hypotheses).progress
+    assert (progress.state, progress.heldout) == ("flat", True), progress.sentence()
+    assert progress.metric == "eval_rewards/wordle_reward_func/mean" and progress.steps == 8
+    assert progress.also.startswith("on its training reward task_reward/mean it is flat"), progress.also
+
+
 def test_1_a_kl_coefficient_is_not_fitted_from_noise():
     """wordle lara_4090 (beta 0.04, loss and kl barely related: R^2 0.006) gives no coefficient; steps where every
     group tied give beta itself (loss / kl, no policy term): 0.04 on the red-teaming run, 0.05 on the Wordle runs."""

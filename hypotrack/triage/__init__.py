@@ -6,6 +6,7 @@
                read_console.py (printed Trainer dicts, verl's step lines); training_args.py reads the
                checkpoint's training_args.bin beside the log without torch
 - progress.py  the run first: learning, flat or getting worse on its task reward, with its uncertainty
+- heldout.py   which evaluation key is the held-out score progress.py reads beside the training reward
 - keys.py      TRL's key names across versions and trackers -> today's names
 - roles.py     which reward function is the task's, which are auxiliary, their weights
 - derived.py   metrics derived from TRL's keys (by role, and a few whole-run readings)

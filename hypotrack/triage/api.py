@@ -11,6 +11,7 @@ from typing import Any
 from .derived import add_derived, add_still_reading, constant_auxiliary
 from .evaluate import SUSPECT_THRESHOLD, Ranked, rank
 from .expected import Requirement, expected_readings, requirements
+from .heldout import heldout_score
 from .keys import canonical, canonical_name, reward_functions
 from .progress import LEARNING, Progress, run_progress
 from .roles import Roles, assign_roles
@@ -86,7 +87,12 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
                         "no advantage, whatever its weight (it only shifts the logged reward)")
     needs = requirements(run, functions)
     steps = run.steps()
-    if steps < MIN_RANK_STEPS:
+    if steps == 0 and progress.heldout:
+        findings.append(f"no training metric logged, only the evaluation passes' {progress.metric}: the "
+                        "hypotheses are weighed on what training logs (its reward, kl, grad norm, group ties); "
+                        "triage the run's training log beside it for a ranking")
+        ranking, unranked = [], []
+    elif steps < MIN_RANK_STEPS:
         # A signature reads a typical step or a trend: one logged step has neither, and weighing it would
         # name a suspect on a single sample.
         findings.append(f"cannot rank on {steps} logged step{'' if steps == 1 else 's'}: triage needs at least "
@@ -108,9 +114,10 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
 
 def _read_run(log: RunLog, run: RunLog, roles: Roles) -> Progress:
     """The derived metrics and the run's progress, read before any hypothesis: h26's signature reads the progress
-    (policy/still), and ``log`` (the run as read, before its names were made canonical) says where it diverged."""
+    (policy/still), and ``log`` (the run as read, before its names were made canonical) says where it diverged and
+    holds its evaluation passes (the held-out score)."""
     add_derived(run, roles)
-    progress = run_progress(run, _diverged(log, run))
+    progress = run_progress(run, _diverged(log, run), heldout_score(log, roles.task))
     add_still_reading(run, progress)
     return progress
 

@@ -220,7 +220,7 @@ def _learning_rate_spent(log: RunLog) -> None:
 def add_still_reading(log: RunLog, progress: Progress) -> None:
     """policy/still (definitions/triage.py): 1 on a run the progress names still, 0 on any other run that logged a kl
     to read it from, nothing where none was logged (a level entropy alone cannot tell a still policy)."""
-    steps = [step for step, _ in log.series.get(progress.metric, [])]
+    steps = [step for step, _ in log.series.get("task_reward/mean") or log.series.get("reward", [])]
     if steps and any(value > 0 for _, value in log.series.get("kl", [])):
         log.series["policy/still"] = [(steps[-1], 1.0 if progress.verdict == STILL else 0.0)]
 

@@ -14,6 +14,12 @@ correction. A change counts only when it is both clear (|t| >= CLEAR_T) and larg
 least MIN_SHARE of the task reward's spread between completions (its typical within-step std), else of
 its level, and at least MIN_PASS_SHARE of its passing score where the logs give one (two points of an
 accuracy: a sparse reward's 0.02 -> 0.005 is not a run getting worse).
+
+Where the logs also hold a held-out score (heldout.py: the task measured on prompts the policy does not train
+on) with at least MIN_STEPS evaluations, it is read the same way over its evaluations and decides, as the runs'
+own authors judge them: it is the task itself, and a training reward can climb while the run stays level or gets
+worse on unseen prompts (its training prompts memorised, a reward that pays for something else) or stay level
+while it improves on them. The training reward's reading is named beside it.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from .heldout import HeldOut
 from .runlog import RunLog
 
 CLEAR_T = 2.0  # the change over its (autocorrelation-widened) standard error
@@ -59,14 +66,28 @@ class Progress:
     # On a flat run: what the logs say of why (updates too small to move the policy, which h26 also ranks)
     verdict: str = ""
     verdict_why: str = ""
+    heldout: bool = False  # read on the held-out score's evaluations, not on the training reward
+    also: str = ""  # the other reading (training or held-out), where the logs hold both
+
+    def short(self) -> str:
+        """The reading in a clause, for the other reading's sentence."""
+        verb = {LEARNING: "learning", FLAT: "flat", WORSE: "getting worse"}.get(self.state, "unknown")
+        where = f"held-out {self.metric}" if self.heldout else f"its training reward {self.metric}"
+        return f"on {where} it is {verb} ({self.start:.4g} -> {self.end:.4g} over {self.steps} {self._rows()})"
+
+    def _rows(self) -> str:
+        return "evaluations" if self.heldout else "logged steps"
 
     def sentence(self) -> str:
         if self.state == UNKNOWN:
             return f"whether the run learns is unknown: {self.why}"
         verb = {LEARNING: "is learning", FLAT: "is flat", WORSE: "is getting worse"}[self.state]
-        return (f"the run {verb} on {self.metric}: {self.start:.4g} -> {self.end:.4g} (first and last quarter of "
-                f"steps {self.first_step}-{self.last_step}; change {self.change:+.3g}, 95% interval {self.change_low:+.3g} to "
-                f"{self.change_high:+.3g}; a change counts from {self.smallest_change:.3g}){self.why}"
+        what = (f"held-out {self.metric}: {self.start:.4g} -> {self.end:.4g} (first and last quarter of its "
+                f"{self.steps} evaluations, steps" if self.heldout else
+                f"{self.metric}: {self.start:.4g} -> {self.end:.4g} (first and last quarter of steps")
+        return (f"the run {verb} on {what} {self.first_step}-{self.last_step}; change {self.change:+.3g}, 95% interval "
+                f"{self.change_low:+.3g} to {self.change_high:+.3g}; a change counts from {self.smallest_change:.3g})"
+                f"{self.why}" + (f"; {self.also}" if self.also else "")
                 + (f". {self.verdict[0].upper()}{self.verdict[1:]}: {self.verdict_why}" if self.verdict else ""))
 
     def as_json(self) -> dict[str, Any]:
@@ -74,15 +95,38 @@ class Progress:
                 "last_step": self.last_step, "start": self.start, "end": self.end, "change": self.change,
                 "change_95": [self.change_low, self.change_high], "t": self.t,
                 "smallest_change": self.smallest_change, "verdict": self.verdict or None,
-                "verdict_why": self.verdict_why or None, "sentence": self.sentence()}
+                "verdict_why": self.verdict_why or None, "heldout": self.heldout, "also": self.also or None,
+                "sentence": self.sentence()}
 
 
-def run_progress(log: RunLog, diverged: tuple[str, int] | None = None) -> Progress:
-    """The task reward's trend on a run whose derived metrics are in (triage/derived.py's task_reward/*); a run
-    that ``diverged`` (a metric became NaN or infinite and stayed so) is getting worse, whatever its reward did
-    before."""
+def run_progress(log: RunLog, diverged: tuple[str, int] | None = None, heldout: HeldOut | None = None) -> Progress:
+    """The task reward's trend on a run whose derived metrics are in (triage/derived.py's task_reward/*), with the
+    held-out score's where the logs hold one; a run that ``diverged`` (a metric became NaN or infinite and stayed
+    so) is getting worse, whatever its reward did before."""
     metric = "task_reward/mean" if log.series.get("task_reward/mean") else "reward"
-    points = log.series.get(metric, [])
+    progress = _trend(metric, log.series.get(metric, []), _spread(log, metric), _pass_value(log))
+    if diverged is not None and progress.state != UNKNOWN:
+        progress.state = WORSE
+        progress.why = f"; it diverged at step {diverged[1]}: {diverged[0]}"
+        return progress
+    if diverged is None and progress.state == FLAT:
+        progress.verdict_why = _policy_still(log)
+        if progress.verdict_why:
+            progress.verdict = STILL
+    if heldout is None or diverged is not None:
+        return progress
+    held = _trend(heldout.metric, heldout.points, heldout.spread, heldout.pass_value)
+    held.heldout = True
+    if held.state == UNKNOWN:
+        return progress
+    held.also = progress.short() if progress.state != UNKNOWN else ""
+    if held.state == FLAT == progress.state:  # what the training logs say of why it is flat still holds
+        held.verdict, held.verdict_why = progress.verdict, progress.verdict_why
+    return held
+
+
+def _trend(metric: str, points: list[tuple[int, float]], spread: float, pass_value: float) -> Progress:
+    """Where ``points`` end against where they started, and whether the change counts (the module's statistics)."""
     if len(points) < MIN_STEPS:
         return Progress(UNKNOWN, metric, len(points), why=f"{len(points)} logged step(s) of {metric}; a trend needs "
                                                           f"at least {MIN_STEPS}")
@@ -93,28 +137,18 @@ def run_progress(log: RunLog, diverged: tuple[str, int] | None = None) -> Progre
     change = end - start
     noise = _step_noise(values) * _autocorrelation_factor(first, last)
     stderr = noise * math.sqrt(2 / k)
-    spread = _spread(log, metric)
     scale = spread if spread > 0 else max(abs(statistics.fmean(values)), statistics.pstdev(values))
-    smallest = max(MIN_SHARE * scale, MIN_PASS_SHARE * _pass_value(log))
+    smallest = max(MIN_SHARE * scale, MIN_PASS_SHARE * pass_value)
     t = change / stderr if stderr > 0 else (math.inf if change > 0 else -math.inf if change < 0 else 0.0)
-    if diverged is not None:
-        state = WORSE
-    elif t >= CLEAR_T and change >= smallest:
+    if t >= CLEAR_T and change >= smallest:
         state = LEARNING
     elif t <= -CLEAR_T and change <= -smallest:
         state = WORSE
     else:
         state = FLAT
     half = 1.96 * stderr
-    progress = Progress(state, metric, len(points), points[0][0], points[-1][0], start, end, change, change - half,
-                        change + half, t, smallest)
-    if diverged is not None:
-        progress.why = f"; it diverged at step {diverged[1]}: {diverged[0]}"
-    if state == FLAT:
-        progress.verdict_why = _policy_still(log)
-        if progress.verdict_why:
-            progress.verdict = STILL
-    return progress
+    return Progress(state, metric, len(points), points[0][0], points[-1][0], start, end, change, change - half,
+                    change + half, t, smallest)
 
 
 def _window(values: list[float]) -> int:

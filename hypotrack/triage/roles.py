@@ -82,7 +82,7 @@ def _words_of(name: str) -> list[str]:
     return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w]
 
 
-def _says(name: str, stems: tuple[str, ...]) -> bool:
+def name_says(name: str, stems: tuple[str, ...]) -> bool:
     """A word of the name is a stem of three letters or fewer, or starts with a longer one."""
     return any(word == stem or (len(stem) > 3 and word.startswith(stem)) for word in _words_of(name) for stem in stems)
 
@@ -99,7 +99,7 @@ def task_candidates(log: RunLog, functions: list[str]) -> tuple[list[str], str]:
     penalties = [f for f in functions if means(f) and max(means(f)) <= 0 < -min(means(f))]
     constant = [f for f in functions if stds(f) and max(stds(f)) <= 1e-9 and f not in penalties]
     left = [f for f in functions if f not in penalties and f not in constant] or list(functions)
-    named = [f for f in left if _says(f, CORRECTNESS_WORDS) and not _says(f, SHAPING_WORDS)]
+    named = [f for f in left if name_says(f, CORRECTNESS_WORDS) and not name_says(f, SHAPING_WORDS)]
     set_aside = []
     if penalties:
         set_aside.append(f"{', '.join(penalties)} at most 0 at every step (a penalty)")
@@ -108,7 +108,7 @@ def task_candidates(log: RunLog, functions: list[str]) -> tuple[list[str], str]:
     aside = f" ({'; '.join(set_aside)}: auxiliary)" if set_aside and left != functions else ""
     if named:
         return named, f"its name says it scores correctness{aside}"
-    shaping = [f for f in left if _says(f, SHAPING_WORDS)]
+    shaping = [f for f in left if name_says(f, SHAPING_WORDS)]
     rest = [f for f in left if f not in shaping] or left
     if rest != left:
         return rest, f"the reward function whose name says no shaping ({', '.join(shaping)} shape the answer){aside}"

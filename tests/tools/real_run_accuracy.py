@@ -13,7 +13,8 @@ Scores, per half (tune on `fit`, report `holdout`):
 - false suspects per 10 runs: suspects named on runs labelled `learned` or with cause `none`, plus
   suspects other than the labelled cause on runs whose cause is known, per 10 such runs (runs whose
   cause is unknown or unclear are not scored: nothing says which suspect would be false);
-- unreadable: logs the tool could not read (a non-zero exit, a traceback, or no logged step);
+- unreadable: logs the tool could not read (a non-zero exit, a traceback, or no logged step and no reading of
+  whether the run learns);
 - verdict agrees: where the label says the run learned, was flat or got worse, whether the tool's verdict on
   the run says the same (hypotrack's `progress.state`; rldoctor gives no such verdict).
 
@@ -102,9 +103,10 @@ def run_hypotrack(source: Path, tree: Path | None, run_name: str | None = None) 
         report = json.loads(done.stdout)
     except json.JSONDecodeError:
         return Reading(False, note="output is not JSON: " + first_line(done.stdout))
-    if not report.get("steps"):
+    verdict = run_verdict(report)
+    if not report.get("steps") and verdict in ("", "unknown"):  # an export of a held-out score alone is still read
         return Reading(False, note="0 logged steps")
-    return Reading(True, suspects=list(report.get("suspects") or []), verdict=run_verdict(report))
+    return Reading(True, suspects=list(report.get("suspects") or []), verdict=verdict)
 
 
 def run_verdict(report: dict) -> str:

@@ -1,0 +1,83 @@
+"""The held-out score: which evaluation key triage reads as the task on unseen prompts, and how it decides the
+run's reading beside the training reward (hypotrack/triage/heldout.py, progress.py)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from hypotrack.triage.heldout import heldout_score
+from hypotrack.triage.progress import run_progress
+from hypotrack.triage.runlog import RunLog
+
+
+def series(values: list[float], every: int = 1) -> list[tuple[int, float]]:
+    return [(i * every, v) for i, v in enumerate(values)]
+
+
+def logged(series: dict) -> RunLog:
+    return RunLog(source="metrics.jsonl", kind="jsonl", series=series)
+
+
+RISING = [0.1, 0.12, 0.11, 0.2, 0.25, 0.3, 0.33, 0.4, 0.45, 0.5, 0.52, 0.55]
+LEVEL = [0.31, 0.29, 0.3, 0.32, 0.3, 0.28, 0.31, 0.3, 0.29, 0.31, 0.3, 0.3]
+
+
+def test_the_task_reward_functions_own_evaluation_mean_is_read_first() -> None:
+    log = logged({"eval_reward": series(LEVEL), "eval_rewards/correct_answer/mean": series(RISING),
+                         "eval_rewards/correct_answer/std": series([0.4] * 12), "eval_accuracy": series(LEVEL)})
+    held = heldout_score(log, "correct_answer")
+    assert held is not None and held.metric == "eval_rewards/correct_answer/mean" and held.spread == 0.4
+
+
+def test_a_name_that_says_correctness_comes_before_the_evaluations_reward() -> None:
+    log = logged({"eval/reward": series(LEVEL), "eval/answer_accuracy": series(RISING),
+                         "eval/format_accuracy": series(RISING)})
+    held = heldout_score(log, None)
+    assert held is not None and held.metric == "eval/answer_accuracy" and held.pass_value == 1.0
+    assert heldout_score(logged({"test/env/all/reward/total": series(LEVEL),
+                                        "test/env/all/pass_rate": series(LEVEL)}), None).metric == "test/env/all/pass_rate"
+
+
+def test_what_an_evaluation_measures_besides_the_task_is_never_its_score() -> None:
+    others = ["eval_loss", "eval_runtime", "eval/completions/mean_length", "eval_kl", "eval_entropy", "eval/reward_std",
+              "eval/format_accuracy", "eval/num_tokens", "eval_samples_per_second", "eval/n_problems",
+              "eval_frac_reward_zero_std", "eval_rewards/correct_answer/std", "reward", "accuracy"]
+    assert heldout_score(logged({key: series(RISING) for key in others}), None) is None
+
+
+def test_a_held_out_score_with_a_trend_decides_and_names_the_training_reward() -> None:
+    log = logged({"reward": series(LEVEL), "reward_std": series([0.3] * 12)})
+    held = heldout_score(logged({"eval/pass_at_1": series(RISING, every=10)}), None)
+    progress = run_progress(log, heldout=held)
+    assert (progress.state, progress.heldout, progress.metric) == ("learning", True, "eval/pass_at_1")
+    assert progress.also == "on its training reward reward it is flat (0.3 -> 0.3033 over 12 logged steps)"
+    assert "learning on held-out eval/pass_at_1" in progress.sentence() and progress.as_json()["heldout"] is True
+
+
+def test_fewer_evaluations_than_a_trend_needs_leave_the_training_reading() -> None:
+    log = logged({"reward": series(RISING), "reward_std": series([0.3] * 12)})
+    held = heldout_score(logged({"eval/pass_at_1": series(LEVEL[:5], every=10)}), None)
+    progress = run_progress(log, heldout=held)
+    assert (progress.state, progress.heldout, progress.also) == ("learning", False, "")
+
+
+def test_an_export_of_the_evaluation_curve_alone_is_read_without_a_ranking(tmp_path: Path) -> None:
+    """A W&B long-form export that holds eval/reward only: the run's reading, and one finding on why no ranking."""
+    export = tmp_path / "eval_only.csv"
+    with export.open("w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["run_name", "metric", "step", "value"])
+        for step, value in series(RISING, every=4):
+            writer.writerow(["sweep_a", "eval/reward", step, value])
+    done = subprocess.run([sys.executable, "-m", "hypotrack.cli", "triage", str(export), "--json"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          env={"HYPOTRACK_DB": str(tmp_path / "registry.db"), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["steps"] == 0 and report["ranking"] == []
+    assert report["progress"]["state"] == "learning" and report["progress"]["heldout"] is True
+    assert any(f.startswith("no training metric logged, only the evaluation passes' eval/reward") for f in report["findings"])
