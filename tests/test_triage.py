@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from hypotrack.triage import RunLog, triage_log
+from hypotrack.errors import HypotrackError
+from hypotrack.triage import RunLog, triage, triage_log
 from hypotrack.triage.keys import canonical, canonical_name, reward_functions
 from hypotrack.triage.sources import read_source
 
@@ -107,6 +108,22 @@ def test_a_bad_source_is_one_clear_error_and_leaves_the_registry_alone(run_cli, 
     assert result.returncode == 1 and message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not registry_path.exists()  # nothing was recorded, nothing was even opened
+
+
+def test_a_folder_whose_only_log_is_a_metrics_file_is_read_through_it(tmp_path):
+    """A hand-written loop's or Tinker's log folder holds one metrics.jsonl: the folder is the run, and the report
+    says which file it read; with two logs in it, the user picks one."""
+    run = tmp_path / "tinker-run"
+    run.mkdir()
+    (run / "config.yaml").write_text("lr: 1e-5\n")
+    (run / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "reward/mean": 0.1 * s, "optim/lr": 1e-5}) + "\n"
+                                               for s in range(8)))
+    report = triage(str(run), {})
+    assert report.steps == 8 and report.source == str(run / "metrics.jsonl")
+    assert f"read metrics.jsonl, the only log in {run}" in report.findings
+    (run / "train.log").write_text("starting\n")
+    with pytest.raises(HypotrackError, match=r"it holds metrics.jsonl, train.log: pass one of them"):
+        triage(str(run), {})
 
 
 def test_unknown_sources_and_task_reward(run_cli, tmp_path, registry_path):

@@ -91,6 +91,13 @@ def _read_folder(folder: Path) -> list[RunLog]:
     if event_files(folder):
         return read_tensorboard(folder)
     readable = sorted(p.name for p in folder.iterdir() if p.suffix.lower() in (".csv", ".jsonl", ".log", ".txt"))
+    if len(readable) == 1:
+        # A hand-written loop's or Tinker's log folder holds its one metrics file (metrics.jsonl, train.log): the
+        # folder names the run, and its only log is what a user means by it.
+        logs = _read_file(folder / readable[0])
+        for log in logs:
+            log.said.append(f"read {readable[0]}, the only log in {folder}")
+        return logs
     hint = f" (it holds {', '.join(readable[:5])}: pass one of them)" if readable else ""
     raise HypotrackError(f"{folder}: no {STATE_FILE} in the folder or in a checkpoint-N/ folder under it, and no "
                          f"TensorBoard event files under it{hint}. TRL writes a {STATE_FILE} with every checkpoint "
