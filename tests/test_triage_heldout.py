@@ -81,3 +81,25 @@ def test_an_export_of_the_evaluation_curve_alone_is_read_without_a_ranking(tmp_p
     assert report["steps"] == 0 and report["ranking"] == []
     assert report["progress"]["state"] == "learning" and report["progress"]["heldout"] is True
     assert any(f.startswith("no training metric logged, only the evaluation passes' eval/reward") for f in report["findings"])
+
+
+def test_the_evaluation_dicts_a_trainer_prints_give_the_held_out_score(tmp_path: Path) -> None:
+    """transformers prints an evaluation pass as its own dict after the step it ran at; it is read at that step."""
+    lines = []
+    for step in range(1, 13):
+        bar = f"{100 * step // 12:3d}%|###       | {step}/12 [00:{step:02d}<00:10,  1.00s/it]"
+        lines.append(bar + str({"loss": 0.0, "grad_norm": 0.5, "learning_rate": 1e-06, "reward": LEVEL[step - 1],
+                                "reward_std": 0.3, "epoch": step / 12}))
+        if step % 2 == 0:
+            lines.append(str({"eval_loss": 0.01, "eval_reward": RISING[step - 1], "eval_runtime": 1.2,
+                              "epoch": step / 12}))
+    lines.append(str({"train_runtime": 30.0, "train_loss": 0.0, "epoch": 1.0}))
+    log_file = tmp_path / "train.log"
+    log_file.write_text("\n".join(lines) + "\n")
+    from hypotrack.triage.sources import read_source
+
+    log = read_source(str(log_file))
+    assert log.series["eval_reward"] == [(step, RISING[step - 1]) for step in range(2, 13, 2)]
+    assert "train_loss" not in log.series and len(log.series["reward"]) == 12
+    progress = run_progress(log, heldout=heldout_score(log, None))
+    assert (progress.heldout, progress.metric, progress.steps) == (True, "eval_reward", 6)

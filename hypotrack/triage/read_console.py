@@ -47,7 +47,8 @@ TABLE_CELLS = re.compile(rf"\s*[{TABLE_BARS}]\s*")
 TABLE_STEP_NAMES = frozenset(name.lower() for name in STEP_KEYS) | {"iter", "update", "it"}
 # Dicts that are not a training step: evaluation passes and the end-of-training summary; a printed config
 # or generation settings dict holds none of the keys every trainer's step log has.
-NOT_A_STEP = ("eval_", "train_runtime", "test_")
+EVALUATION_PREFIXES = ("eval_", "test_")  # an evaluation pass's keys, kept for the held-out score (heldout.py)
+NOT_A_STEP = (*EVALUATION_PREFIXES, "train_runtime")
 STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy")
 
 
@@ -149,6 +150,9 @@ def _read_loop_lines(text: str, log: RunLog) -> None:
 
 def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> None:
     entries: list[tuple[tuple[int, int] | None, dict]] = []
+    # An evaluation pass's dict ({'eval_loss': ..., 'eval_reward': ...}), with how many step dicts came before it:
+    # it is logged at the step of the last of them (transformers evaluates after that step's log).
+    evaluations: list[tuple[int, dict]] = []
     last_bar: tuple[int, int] | None = None
     for piece in re.split(r"[\r\n]+", text):
         for match in re.finditer(rf"{BAR.pattern}|{PRINTED_DICT.pattern}", piece):
@@ -157,11 +161,15 @@ def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> No
                 values = _parse_dict(token)
                 if values and _is_step(values):
                     entries.append((last_bar, values))
+                elif values and _is_evaluation(values):
+                    evaluations.append((len(entries), values))
             else:
                 last_bar = (int(match.group(1)), int(match.group(2)))
     if not entries:
         return
-    entries = _last_training(entries, log)
+    read = _last_training(entries, log)
+    first = next(i for i, entry in enumerate(entries) if entry is read[0])
+    entries = read
     steps = _steps(entries)
     if steps is None:
         every, how = _logging_interval(entries, logging_steps)
@@ -178,6 +186,12 @@ def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> No
             value = number(raw)
             if value is not None:
                 log.add(key, step, value)
+    for before, values in evaluations:
+        if first < before <= first + len(entries):  # an evaluation of the training read
+            for key, raw in values.items():
+                value = number(raw)
+                if key.startswith(EVALUATION_PREFIXES) and value is not None:
+                    log.add(key, steps[before - first - 1], value)
 
 
 def _last_training(entries: list[tuple[tuple[int, int] | None, dict]], log: RunLog) -> list:
@@ -207,6 +221,10 @@ def _last_training(entries: list[tuple[tuple[int, int] | None, dict]], log: RunL
 def _is_grpo(values: dict) -> bool:
     return any(key.removeprefix("train/") == "reward" or key.removeprefix("train/").startswith("rewards/")
                for key in values)
+
+
+def _is_evaluation(values: dict) -> bool:
+    return any(key.startswith(EVALUATION_PREFIXES) for key in values) and "train_runtime" not in values
 
 
 def _is_step(values: dict) -> bool:
