@@ -87,6 +87,8 @@ BAD_SOURCES = [
     ("notes.txt", "hello", "not a source triage reads"),
     ("state.json", "{\"global_step\": 3}", "no log_history"),
     ("broken.json", "{", "not valid JSON"),
+    ("metrics.csv", "step,foo,bar\n1,2,3\n2,3,4\n", "none of its metrics is one triage reads \\(it logs bar, foo\\)"),
+    ("records.jsonl", "{\"step\": 1, \"tokens_seen\": 10}\n", "none of its metrics is one triage reads"),
 ]
 
 

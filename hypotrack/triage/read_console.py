@@ -49,6 +49,9 @@ TABLE_STEP_NAMES = frozenset(name.lower() for name in STEP_KEYS) | {"iter", "upd
 # or generation settings dict holds none of the keys every trainer's step log has.
 EVALUATION_PREFIXES = ("eval_", "test_")  # an evaluation pass's keys, kept for the held-out score (heldout.py)
 NOT_A_STEP = (*EVALUATION_PREFIXES, "train_runtime")
+# What this module reads, for the messages that say a file holds none of it.
+CONSOLE_FORMATS = ("the {'loss': ..., 'reward': ...} dicts transformers' Trainer prints, verl's 'step:N - key:value' "
+                   "lines, a table headed 'Step | Reward | ...', a loop's 'step 12 | loss=... | reward=...' lines")
 STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy")
 
 
@@ -75,11 +78,9 @@ def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
     if not log.series and not log.nonfinite:
         _read_loop_lines(text, log)
     if not log.series and not log.nonfinite:
-        raise HypotrackError(f"{path}: a text file with no logged training step in it (neither the dicts "
-                             "transformers' Trainer prints, {'loss': ..., 'reward': ...}, nor verl's 'step:N - "
-                             "key:value' lines, nor a table headed 'Step | Reward | ...', nor a loop's 'step 12 | "
-                             "loss=... | reward=...' lines); pass the run's trainer_state.json, its TensorBoard folder "
-                             "or a tracker's CSV export instead")
+        raise HypotrackError(f"{path}: a text file with no logged training step in it (none of {CONSOLE_FORMATS}); "
+                             "pass the run's trainer_state.json, its TensorBoard folder or a tracker's CSV export "
+                             "instead")
     return non_empty(log.sort())
 
 

@@ -22,7 +22,9 @@ from pathlib import Path
 
 from hypotrack.errors import HypotrackError
 
-from .read_console import looks_like_console, read_console
+from .heldout import heldout_score
+from .keys import canonical_name
+from .read_console import CONSOLE_FORMATS, looks_like_console, read_console
 from .read_csv import read_csv
 from .read_jsonl import read_records
 from .read_state import STATE_FILE, is_trainer_state, load_json, read_trainer_state
@@ -61,7 +63,18 @@ def read_runs(source: str, tracking_uri: str | None = None) -> list[RunLog]:
         return [read_mlflow(run_id, tracking_uri)]
     for log in logs:
         _add_settings(log, path)
+    if not any(_holds_a_metric_triage_reads(log) for log in logs):
+        keys = sorted({key for log in logs for key in log.series})
+        shown = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
+        raise HypotrackError(f"{source}: none of its metrics is one triage reads (it logs {shown}): triage reads a "
+                             "GRPO run's training metrics under TRL's names, verl's, OpenRLHF's or Tinker's (reward, "
+                             "rewards/<func>/mean, kl, grad_norm, entropy, ...), or an evaluation's score; "
+                             + WHAT_TO_PASS)
     return logs
+
+
+def _holds_a_metric_triage_reads(log: RunLog) -> bool:
+    return any(canonical_name(key) is not None for key in log.series) or heldout_score(log, None) is not None
 
 
 def read_source(source: str, tracking_uri: str | None = None, run: str | None = None) -> RunLog:
@@ -152,9 +165,8 @@ def _read_file(path: Path) -> list[RunLog]:
     if _has_step_header(text):
         return read_csv(path)
     raise HypotrackError(f"{path}: not a source triage reads: a text file with none of the metrics triage reads (no "
-                         "trainer_state "
-                         "log_history, no CSV header with a step column, no JSON records, no {'loss': ...} dicts a "
-                         f"Trainer printed, no 'Step | Reward | ...' table or 'step 12 | loss=... | reward=...' lines a loop printed); {WHAT_TO_PASS}")
+                         "trainer_state log_history, no CSV header with a step column, no JSON records, none of "
+                         f"{CONSOLE_FORMATS}); {WHAT_TO_PASS}")
 
 
 def _head(path: Path, size: int = 4096) -> bytes:
