@@ -20,11 +20,12 @@ from .roles import CORRECTNESS_WORDS, SHAPING_WORDS, name_says
 from .runlog import RunLog
 
 HELDOUT_PREFIXES = ("eval/", "eval_", "test/", "test_", "val/", "val_", "validation/", "validation_")
-# Words that say an evaluation key measures something other than how well the task is done.
-NOT_A_SCORE = ("loss", "runtime", "second", "seconds", "length", "len", "tokens", "token", "kl", "entropy", "clip",
-               "std", "temperature", "top", "step", "steps", "frac", "num", "n", "count", "turns", "turn", "episodes",
-               "rubrics", "samples", "lr", "time", "max", "min", "epoch", "optimizer")
-REWARD_WORDS = ("reward", "rewards", "return", "returns")
+# Words that say an evaluation key measures something other than how well the task is done (roles.name_says: a stem
+# of three letters or fewer is a whole word, a longer one starts a word).
+NOT_A_SCORE = ("loss", "runtime", "second", "length", "len", "token", "kl", "entropy", "clip", "std", "temperature",
+               "top", "step", "frac", "num", "n", "count", "turn", "episode", "rubric", "sample", "lr", "time", "max",
+               "min", "epoch", "optimizer")
+REWARD_WORDS = ("reward", "return")
 
 
 @dataclass
