@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .keys import EVAL_PREFIXES
 from .roles import CORRECTNESS_WORDS, SHAPING_WORDS, name_says
 from .runlog import RunLog
 
-HELDOUT_PREFIXES = ("eval/", "eval_", "test/", "test_", "val/", "val_", "validation/", "validation_")
 # Words that say an evaluation key measures something other than how well the task is done (roles.name_says: a stem
 # of three letters or fewer is a whole word, a longer one starts a word).
 NOT_A_SCORE = ("loss", "runtime", "second", "length", "len", "token", "kl", "entropy", "clip", "std", "temperature",
@@ -65,14 +65,14 @@ def heldout_score(log: RunLog, task: str | None) -> HeldOut | None:
 
 def _body(key: str) -> str:
     """The key without its split in front (eval_rewards/f/mean -> rewards/f/mean)."""
-    for prefix in HELDOUT_PREFIXES:
+    for prefix in EVAL_PREFIXES:
         if key.lower().startswith(prefix):
             return key[len(prefix):]
     return key
 
 
 def _is_score(key: str) -> bool:
-    if not key.lower().startswith(HELDOUT_PREFIXES):
+    if not key.lower().startswith(EVAL_PREFIXES):
         return False
     body = _body(key)
     if body.endswith("/std") or name_says(body, NOT_A_SCORE) or name_says(body, SHAPING_WORDS):

@@ -63,8 +63,9 @@ CONVERTED = {
 }
 # Weights & Biases and TensorBoard put the split in front of every key ("train/reward").
 TRAIN_PREFIX = "train/"
-# Not training metrics: evaluation passes, and transformers' end-of-training summary.
-EVAL_PREFIXES = ("eval/", "eval_", "test/", "test_")
+# Not training metrics: evaluation passes (heldout.py reads them as the held-out score), and transformers'
+# end-of-training summary.
+EVAL_PREFIXES = ("eval/", "eval_", "test/", "test_", "val/", "val_", "validation/", "validation_")
 SUMMARY_KEYS = frozenset({"train_loss", "train_runtime", "train_samples_per_second", "train_steps_per_second",
                           "total_flos", "epoch", "step", "global_step", "training/global_step", "training/epoch",
                           "trainer/global_step", "_step", "_runtime", "_timestamp"})

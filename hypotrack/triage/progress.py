@@ -73,10 +73,8 @@ class Progress:
         """The reading in a clause, for the other reading's sentence."""
         verb = {LEARNING: "learning", FLAT: "flat", WORSE: "getting worse"}.get(self.state, "unknown")
         where = f"held-out {self.metric}" if self.heldout else f"its training reward {self.metric}"
-        return f"on {where} it is {verb} ({self.start:.4g} -> {self.end:.4g} over {self.steps} {self._rows()})"
-
-    def _rows(self) -> str:
-        return "evaluations" if self.heldout else "logged steps"
+        rows = "evaluations" if self.heldout else "logged steps"
+        return f"on {where} it is {verb} ({self.start:.4g} -> {self.end:.4g} over {self.steps} {rows})"
 
     def sentence(self) -> str:
         if self.state == UNKNOWN:

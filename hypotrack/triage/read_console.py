@@ -23,6 +23,7 @@ from pathlib import Path
 
 from hypotrack.errors import HypotrackError
 
+from .keys import EVAL_PREFIXES
 from .runlog import RunLog
 from .values import STEP_KEYS, decode_text, non_empty, number
 
@@ -47,8 +48,7 @@ TABLE_CELLS = re.compile(rf"\s*[{TABLE_BARS}]\s*")
 TABLE_STEP_NAMES = frozenset(name.lower() for name in STEP_KEYS) | {"iter", "update", "it"}
 # Dicts that are not a training step: evaluation passes and the end-of-training summary; a printed config
 # or generation settings dict holds none of the keys every trainer's step log has.
-EVALUATION_PREFIXES = ("eval_", "test_")  # an evaluation pass's keys, kept for the held-out score (heldout.py)
-NOT_A_STEP = (*EVALUATION_PREFIXES, "train_runtime")
+NOT_A_STEP = (*EVAL_PREFIXES, "train_runtime")
 # What this module reads, for the messages that say a file holds none of it.
 CONSOLE_FORMATS = ("the {'loss': ..., 'reward': ...} dicts transformers' Trainer prints, verl's 'step:N - key:value' "
                    "lines, a table headed 'Step | Reward | ...', a loop's 'step 12 | loss=... | reward=...' lines")
@@ -191,7 +191,7 @@ def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> No
         if first < before <= first + len(entries):  # an evaluation of the training read
             for key, raw in values.items():
                 value = number(raw)
-                if key.startswith(EVALUATION_PREFIXES) and value is not None:
+                if key.startswith(EVAL_PREFIXES) and value is not None:
                     log.add(key, steps[before - first - 1], value)
 
 
@@ -225,7 +225,7 @@ def _is_grpo(values: dict) -> bool:
 
 
 def _is_evaluation(values: dict) -> bool:
-    return any(key.startswith(EVALUATION_PREFIXES) for key in values) and "train_runtime" not in values
+    return any(key.startswith(EVAL_PREFIXES) for key in values) and "train_runtime" not in values
 
 
 def _is_step(values: dict) -> bool:
