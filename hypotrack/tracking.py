@@ -166,10 +166,18 @@ class Tracker:
                         raise
                     time.sleep(0.1 * (attempt + 1))
 
-    def log_params(self, run_id: str, params: dict[str, Any]) -> None:
-        items = [Param(k, _param(v)) for k, v in sorted(params.items())]
+    def log_params(self, run_id: str, params: dict[str, Any]) -> dict[str, tuple[str, str]]:
+        """Log ``params`` on the run. MLflow refuses to change a logged value: a key logged before with another
+        value is logged as ``ran.<key>`` instead (what the arm really ran, beside what was declared), and returned
+        as key -> (declared, ran); a key logged before keeps its first value."""
+        logged = self.client.get_run(run_id).data.params
+        changed = {k: (logged[k], _param(v)) for k, v in params.items() if k in logged and logged[k] != _param(v)}
+        params = {(f"ran.{k}" if k in changed else k): v for k, v in params.items()}
+        # a value logged already (a second trainer in one script) keeps its first
+        items = [Param(k, _param(v)) for k, v in sorted(params.items()) if k not in logged]
         for start in range(0, len(items), 100):
             self.client.log_batch(run_id, params=items[start:start + 100])
+        return changed
 
     def set_tags(self, run_id: str, tags: dict[str, Any]) -> None:
         self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in tags.items()])

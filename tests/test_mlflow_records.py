@@ -253,3 +253,20 @@ def test_two_first_runs_racing_on_a_new_store_both_get_the_one_experiment_and_da
     results = [racer.communicate(timeout=120) for racer in racers]
     assert all(racer.returncode == 0 for racer in racers), results
     assert results[0][0].strip() == results[1][0].strip() != "", results
+
+
+def test_a_script_that_runs_other_settings_than_declared_keeps_both_and_is_warned_about(tracker: Tracker) -> None:
+    """A command arm logs the experiment's declared settings when it starts and the trainer's own when the script
+    builds it; MLflow refuses to change a param, so what the script ran goes beside the declared value."""
+    from hypotrack.run.launching.workers import HANDLERS
+
+    run_id = tracker.create_run(tracker.experiment_id("hypotrack/h06"), "control-seed0", {Tags.ARM: "control"})
+    tracker.log_params(run_id, {"grpo.beta": 0.04, "grpo.learning_rate": 0.005})
+    arm = ArmState(spec=arm_spec("control", 0), dir=Path("/x"), run_id=run_id)
+    for _ in range(2):  # a second trainer in the same script: nothing refused, nothing logged twice
+        HANDLERS["config"](arm, {"event": "config", "grpo": {"beta": 0.0, "learning_rate": 0.005}}, tracker)
+    params = tracker.client.get_run(run_id).data.params
+    assert (params["grpo.beta"], params["ran.grpo.beta"], params["grpo.learning_rate"]) == ("0.04", "0.0", "0.005")
+    assert "ran.grpo.learning_rate" not in params
+    assert arm.warnings[0] == ("the trainer ran with beta=0.0 where the experiment declares 0.04 (MLflow keeps both: "
+                               "grpo.beta and ran.grpo.beta)")

@@ -147,7 +147,10 @@ def _config(arm: ArmState, event: dict[str, Any], tracker: Tracker) -> None:
     arm.phase = ""  # the trainer is built: training starts
     arm.configured = True
     grpo = event.get("grpo") or {}
-    tracker.log_params(arm.run_id, {f"grpo.{k}": v for k, v in grpo.items() if k in INTERESTING_GRPO})
+    changed = tracker.log_params(arm.run_id, {f"grpo.{k}": v for k, v in grpo.items() if k in INTERESTING_GRPO})
+    for key, (declared, ran) in sorted(changed.items()):  # a user's script that does not run what the experiment says
+        _warning(arm, {"message": f"the trainer ran with {key.removeprefix('grpo.')}={ran} where the experiment "
+                                  f"declares {declared} (MLflow keeps both: {key} and ran.{key})"}, tracker)
     tracker.log_dict(arm.run_id, grpo, "resolved/grpo_config.json")
     arm.inferred = dict(event.get("inferred") or {})
     tracker.set_tags(arm.run_id, {Tags.TRAINABLE_PARAMETERS: event.get("trainable_parameters"),
