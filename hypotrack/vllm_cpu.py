@@ -14,6 +14,13 @@ built. Each change says what breaks without it:
 - **A bounded KV cache.** On a CPU the KV cache is ordinary memory; `VLLM_CPU_KVCACHE_SPACE` (GiB) caps it
   at 1 unless set, where vLLM's default would reserve a large share of the machine's RAM.
 
+- **Weight sync to a server through files** (`sync_server_through_files`, server mode). TRL streams the
+  trainer's weights to a vLLM server over NCCL, which needs CUDA: its client refuses a CPU device
+  (`init_communicator`). Instead each sync writes the weights TRL would stream to one safetensors file and asks
+  the server to reload them (`/collective_rpc` `reload_weights`, a development endpoint, served with
+  `VLLM_SERVER_DEV_MODE=1`). Trainer and server must share a file system: hypotrack starts the server on
+  this machine (hypotrack/vllm_server.py).
+
 TRL's `vllm_gpu_memory_utilization` (0.9 by default) is refused on a CPU, which vLLM reads as a share of RAM;
 the worker lowers it to `CPU_MEMORY_UTILIZATION` unless the experiment sets it (worker/grpo_arm.py).
 """
@@ -59,3 +66,48 @@ def apply() -> None:
     keep_live_weights.__doc__ = "hypotrack: multiply with the layer's own weight, so weight syncs reach generation"
     utils.dispatch_cpu_unquantized_gemm = keep_live_weights
     _applied = True
+
+
+def sync_server_through_files() -> None:
+    """Have TRL's vLLM client push weights to its server through a file and a reload (server mode on a CPU, where
+    TRL's NCCL transfer cannot run); idempotent, a no-op where a GPU is present."""
+    if not applies():
+        return
+    from trl.generation import vllm_generation
+
+    if getattr(vllm_generation.VLLMClient, "syncs_through_files", False):
+        return
+    vllm_generation.VLLMClient = _file_synced_client(vllm_generation.VLLMClient)
+
+
+def _file_synced_client(client_class: type) -> type:
+    import shutil
+    import tempfile
+
+    class FileSyncedClient(client_class):  # type: ignore[misc, valid-type]
+        """TRL's client, its NCCL weight transfer replaced by a safetensors file the server reloads."""
+
+        syncs_through_files = True
+
+        def init_communicator(self, device: Any = 0) -> None:
+            """Nothing to set up: each sync writes its own file (TRL would join an NCCL group here)."""
+
+        def update_named_params(self, metadata: Any, named_params: Any) -> None:
+            from safetensors.torch import save_file
+
+            shm = "/dev/shm" if os.path.isdir("/dev/shm") else None  # memory, not disk, where the machine has it
+            folder = tempfile.mkdtemp(prefix="hypotrack-vllm-sync-", dir=shm)
+            try:
+                save_file({name: tensor.detach().contiguous() for name, tensor in named_params},
+                          os.path.join(folder, "model.safetensors"))
+                # the reload has read the file when the call returns: the folder can go
+                self._post(f"{self.base_url}/collective_rpc",
+                           json={"method": "reload_weights", "kwargs": {"weights_path": folder}})
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+
+        def close_communicator(self) -> None:
+            """Nothing to close."""
+
+    FileSyncedClient.__name__ = FileSyncedClient.__qualname__ = f"FileSynced{client_class.__name__}"
+    return FileSyncedClient

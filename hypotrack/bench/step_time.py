@@ -82,15 +82,12 @@ def _spec(experiment: str, steps: int, hooks: list[str], out: Path):
 
 def _train(variant: str, experiment: str, steps: int, out: Path) -> StepClock:
     import torch
-    from trl import GRPOTrainer
 
     from hypotrack.hooks import ALL_HOOKS
-    from hypotrack.imports import import_object
-    from hypotrack.protocol import EventWriter
-    from hypotrack.session import ArmSession, generator
+    from hypotrack.session import generator
     from hypotrack.worker.data import load_rows, prepare_prompts
-    from hypotrack.worker.grpo_arm import _quiet, build_config
-    from hypotrack.worker.model import build_model, build_peft_config
+    from hypotrack.worker.grpo_arm import build_config
+    from hypotrack.worker.model import build_model
 
     torch.set_num_threads(1)
     spec = _spec(experiment, steps, list(ALL_HOOKS) if variant == "hooks" else [], out)
@@ -102,8 +99,23 @@ def _train(variant: str, experiment: str, steps: int, out: Path) -> StepClock:
     if spec.grpo.get("use_vllm"):  # as the worker does, before the trainer builds vLLM's engine
         generator.own_rendezvous_port()
     args = build_config(spec, out)
-    if args.use_vllm:
-        generator.ready_engine(model, spec.generator_dtype)
+    server = generator.ready_engine(model, spec.generator_dtype, args) if args.use_vllm else None
+    try:  # a vLLM server started for the run (server mode) is stopped whatever happens
+        return _timed(variant, spec, model, tokenizer, dataset, args, out)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _timed(variant: str, spec: Any, model: Any, tokenizer: Any, dataset: Any, args: Any, out: Path) -> StepClock:
+    from trl import GRPOTrainer
+
+    from hypotrack.imports import import_object
+    from hypotrack.protocol import EventWriter
+    from hypotrack.session import ArmSession
+    from hypotrack.worker.grpo_arm import _quiet
+    from hypotrack.worker.model import build_peft_config
+
     clock = StepClock()
     rewards = [import_object(path, spec.experiment_dir) for path in spec.rewards]
     common: dict[str, Any] = dict(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,

@@ -19,15 +19,88 @@ import zlib
 from typing import Any
 
 
-def served_model(trainer: Any) -> Any | None:
-    """The model vLLM serves in this process (TRL's colocate mode), or None (no vLLM, or vLLM in a server)."""
+class InProcess:
+    """A generator in this process (TRL's colocate mode): its model is read directly."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.dtype = next(model.parameters()).dtype
+
+    def fingerprints(self, shapes: dict[str, tuple[int, ...]]) -> dict[str, float]:
+        return local_fingerprints(self.model, shapes)
+
+    def copy_output_head(self) -> None:
+        copy_output_head(self.model)
+
+    def tie_output_head(self) -> None:
+        tie_output_head(self.model)
+
+
+class Server:
+    """A generator in a vLLM server (TRL's server mode): read through the methods hypotrack's worker extension
+    adds to it (hypotrack/vllm_worker.py), called over the server's `/collective_rpc`."""
+
+    def __init__(self, client: Any) -> None:
+        import torch
+
+        self.client = client
+        self.dtype = getattr(torch, self.call("hypotrack_served_dtype"))
+
+    def call(self, method: str, **kwargs: str) -> Any:
+        return self.client._post(f"{self.client.base_url}/collective_rpc",
+                                 json={"method": method, "kwargs": kwargs})["results"][0]
+
+    def fingerprints(self, shapes: dict[str, tuple[int, ...]]) -> dict[str, float]:
+        import json
+
+        return self.call("hypotrack_fingerprints", shapes=json.dumps({name: list(s) for name, s in shapes.items()}))
+
+    def copy_output_head(self) -> None:
+        self.call("hypotrack_copy_output_head")
+
+    def tie_output_head(self) -> None:
+        self.call("hypotrack_tie_output_head")
+
+
+def served_generator(trainer: Any) -> InProcess | Server | None:
+    """The generator TRL's vLLM generation samples from, or None (no vLLM, or one hypotrack cannot read: another
+    vLLM layout, or a server started without hypotrack's worker extension)."""
     generation = getattr(trainer, "vllm_generation", None)
-    if generation is None or getattr(generation, "mode", None) != "colocate":
-        return None
+    mode = getattr(generation, "mode", None)
     try:
-        return generation.llm.llm_engine.model_executor.driver_worker.model_runner.model
-    except AttributeError:  # another vLLM layout: nothing hypotrack can read
+        if mode == "colocate":
+            return InProcess(generation.llm.llm_engine.model_executor.driver_worker.model_runner.model)
+        if mode == "server" and getattr(generation, "vllm_client", None) is not None:
+            return Server(generation.vllm_client)
+    except Exception:  # noqa: BLE001 - an engine laid out otherwise, a server without the extension: no reading
         return None
+    return None
+
+
+def copy_output_head(served: Any) -> None:
+    """Give a served model whose output head is its tied embedding a head of its own, copied as it stands now
+    (a weight sync writes the embedding and no longer reaches the head)."""
+    import torch
+
+    head, embedding = _head_and_embedding(served)
+    if head is not None and head.weight is embedding.weight:
+        head.weight = torch.nn.Parameter(embedding.weight.detach().clone(), requires_grad=False)
+
+
+def tie_output_head(served: Any) -> None:
+    """Point a served model's separate copy of its tied head back at the embedding (undoes copy_output_head)."""
+    head, embedding = _head_and_embedding(served)
+    tied = getattr(getattr(served, "config", None), "tie_word_embeddings", False)
+    if head is not None and tied and head.weight is not embedding.weight:
+        head.weight = embedding.weight
+
+
+def _head_and_embedding(served: Any) -> tuple[Any, Any]:
+    head = getattr(served, "lm_head", None)
+    embedding = getattr(getattr(served, "model", None), "embed_tokens", None)
+    if getattr(head, "weight", None) is None or getattr(embedding, "weight", None) is None:
+        return None, None
+    return head, embedding
 
 
 def trainer_tensors(model: Any) -> dict[str, Any]:
@@ -49,6 +122,9 @@ def trainer_tensors(model: Any) -> dict[str, Any]:
         if delta is not None:
             deltas[_generator_name(f"{layer_name}.base_layer.weight")] = delta
     tensors: dict[str, Any] = {}
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if head is not None and head.weight is model.get_input_embeddings().weight:
+        tensors["lm_head.weight"] = head.weight.detach()  # tied: one parameter, which the generator serves twice
     for name, param in model.named_parameters():
         if "lora_" in name or "original_module" in name:
             continue  # adapters are merged, not served; a module to save serves its trained copy
@@ -84,6 +160,9 @@ def served_tensors(served: Any, shapes: dict[str, tuple[int, ...]]) -> dict[str,
             rows = shapes[member][0]
             found[member] = param.detach()[offset:offset + rows]
             offset += rows
+    head = getattr(served, "lm_head", None)
+    if "lm_head.weight" in shapes and "lm_head.weight" not in found and getattr(head, "weight", None) is not None:
+        found["lm_head.weight"] = head.weight.detach()  # a tied head is not among the named parameters
     return found
 
 
@@ -102,23 +181,23 @@ def fingerprints(tensors: dict[str, Any], dtype: Any) -> dict[str, float]:
     return {name: fingerprint(name, tensor, dtype) for name, tensor in tensors.items()}
 
 
-def served_dtype(served: Any) -> Any:
-    return next(served.parameters()).dtype
+def local_fingerprints(served: Any, shapes: dict[str, tuple[int, ...]]) -> dict[str, float]:
+    """The fingerprints of a served model in this process, by trainer tensor name, in the model's own dtype."""
+    dtype = next(served.parameters()).dtype
+    return fingerprints(served_tensors(served, shapes), dtype)
 
 
-def stale_share(served: Any, start: dict[str, float], model: Any) -> float | None:
+def stale_share(generator: InProcess | Server, start: dict[str, float], model: Any) -> float | None:
     """Of the tensors training has moved (in the generator's precision), the share whose served copy is nearer
     their values at the start than the trainer's current ones: 0 when the generator is current, 1 when it never
     received an update. None while nothing has moved."""
-    dtype = served_dtype(served)
     now_tensors = trainer_tensors(model)
-    now = fingerprints(now_tensors, dtype)
-    generator = served_tensors(served, {name: tuple(t.shape) for name, t in now_tensors.items()})
+    now = fingerprints(now_tensors, generator.dtype)
+    served = generator.fingerprints({name: tuple(t.shape) for name, t in now_tensors.items()})
     moved = stale = 0
     for name, value in now.items():
-        if name not in generator or name not in start or value == start[name]:
+        if name not in served or name not in start or value == start[name]:
             continue
         moved += 1
-        served_value = fingerprint(name, generator[name], dtype)
-        stale += abs(served_value - value) > abs(served_value - start[name])
+        stale += abs(served[name] - value) > abs(served[name] - start[name])
     return stale / moved if moved else None

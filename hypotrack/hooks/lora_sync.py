@@ -102,6 +102,7 @@ class LoraSyncHook(DiagnosticHook):
         self.lora = False
         self._adapter_cache: tuple[Any, list[Any]] | None = None
         self._fp_items: tuple[Any, bool, list[Any]] | None = None  # (model, skip_lora, [(name, param)]) for _fp
+        self._generator: Any = None  # a separate generator hypotrack can read (hooks/_generator.py), or None
         self._served_start: dict[str, float] | None = None  # a separate generator's starting fingerprints
         self._served_read = False  # whether a stale share was read yet (nothing moved: no reading)
 
@@ -271,11 +272,11 @@ class LoraSyncHook(DiagnosticHook):
             self._init[key] = (A.detach().clone(), B.detach().clone())
         self._prev = dict(self._init)
         self._base_fp0 = self._fp(ctx.model, skip_lora=True)
-        from hypotrack.hooks._generator import fingerprints, served_dtype, served_model, trainer_tensors
+        from hypotrack.hooks._generator import fingerprints, served_generator, trainer_tensors
 
-        served = served_model(ctx.trainer)
-        self._served_start = (None if served is None
-                              else fingerprints(trainer_tensors(ctx.model), served_dtype(served)))
+        self._generator = served_generator(ctx.trainer)
+        self._served_start = (None if self._generator is None
+                              else fingerprints(trainer_tensors(ctx.model), self._generator.dtype))
         self._served_read = False
         self._install(ctx.model)
         self._n_rollouts, self._n_steps = 0, 0
@@ -357,12 +358,9 @@ class LoraSyncHook(DiagnosticHook):
         waiting = self._n_rollouts >= 2 and not self._served_read
         if self._served_start is None or not (due or waiting):
             return {}
-        from hypotrack.hooks._generator import served_model, stale_share
+        from hypotrack.hooks._generator import stale_share
 
-        served = served_model(self._trainer)
-        if served is None:
-            return {}
-        share = stale_share(served, self._served_start, self._model)
+        share = stale_share(self._generator, self._served_start, self._model)
         if share is None:
             return {"gen_served": 1.0}
         self._served_read = True

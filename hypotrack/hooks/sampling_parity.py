@@ -75,6 +75,7 @@ class SamplingParityHook(DiagnosticHook):
         self.every = max(int(self.config.every), 1)
         self._handles: list[Any] = []
         self._trainer = None
+        self._generator: Any = False  # a separate generator (hooks/_generator.py), None without one; False: not looked for
         self._n_rollouts = 0
         self._tap: dict[str, Any] | None = None  # the rollout being tapped: per-token gaps so far
 
@@ -131,6 +132,7 @@ class SamplingParityHook(DiagnosticHook):
 
         self.close()
         self._trainer = ctx.trainer
+        self._generator = False
         model = unwrap(ctx.model)
         lm = model.get_base_model() if hasattr(model, "get_base_model") else model
         self._handles = [lm.register_forward_pre_hook(self._pre, with_kwargs=True),
@@ -195,14 +197,15 @@ class SamplingParityHook(DiagnosticHook):
     # -- report ---------------------------------------------------------------------------------
     def _served_precision(self, batch: RolloutBatch) -> dict[str, float]:
         """vLLM's served dtype against the trainer's, and its logprob gap to the trainer's; {} without vLLM."""
-        from hypotrack.hooks._generator import served_dtype, served_model
+        from hypotrack.hooks._generator import served_generator
         from hypotrack.hooks._util import f, unwrap
 
-        served = served_model(self._trainer)
-        if served is None:
+        if self._generator is False:  # looked for once: TRL builds its generator with the trainer
+            self._generator = served_generator(self._trainer)
+        if self._generator is None:
             return {}
         trainer_dtype = next(unwrap(self._trainer.model).parameters()).dtype
-        differs = served_dtype(served) != trainer_dtype
+        differs = self._generator.dtype != trainer_dtype
         out = {"generator_dtype_differs": float(differs)}
         if batch.sampling_per_token_logps is not None and batch.old_per_token_logps is not None:
             mask = batch.completion_mask.detach().bool()

@@ -61,6 +61,7 @@ class ArmSession:
         self.inferred: list[Inference] = []  # declarations filled in from the run itself (session/inference.py)
         self.events, self.max_steps = events, max_steps
         self.generator_dtype = generator_dtype
+        self.generator_server: Any = None  # the vLLM server started for a run in server mode, stopped by close()
         self.guards = guards
         self.samples = SampleKeeper(sample_every) if samples else None
         self.reward_errors = RewardErrorLog()
@@ -115,7 +116,11 @@ class ArmSession:
             from hypotrack.session import generator
 
             generator.own_rendezvous_port()
-            generator.ready_engine(model, self.generator_dtype)
+            self.generator_server = generator.ready_engine(model, self.generator_dtype, config)
+            if self.generator_server is not None and self.events is not None:  # say what hypotrack started
+                self.events.emit(Event.PARAMS, params={
+                    "vllm_server": f"started by hypotrack (the settings name no server): {self.generator_server.url}, "
+                                   f"log {self.generator_server.log_path}"})
         return model, peft_config
 
     # ----------------------------------------------------------------- attaching
@@ -278,8 +283,12 @@ class ArmSession:
     # ----------------------------------------------------------------- the end
 
     def close(self) -> None:
-        """Remove the torch hooks the diagnostics registered on the model (a crash skips train end)."""
+        """Remove the torch hooks the diagnostics registered on the model (a crash skips train end), and stop the
+        vLLM server hypotrack started for the run."""
         self.hookset.close()
+        server, self.generator_server = self.generator_server, None
+        if server is not None:
+            server.stop()
 
     def finish(self, artifacts: Path) -> None:
         """Write the arm's files into ``artifacts``; a hook that cannot write its own is reported, not raised."""

@@ -1,16 +1,22 @@
-"""The vLLM engine TRL builds inside an arm's process (use_vllm, colocate mode), readied before it is built.
+"""The vLLM generator an arm's trainer samples from (use_vllm), readied before the trainer is built.
 
-hypotrack's worker and a command experiment's bootstrap call these at the same points: `own_rendezvous_port`
-before anything reads the torch.distributed environment, `ready_engine` once the GRPOConfig exists and before
-the trainer builds the engine.
+In colocate mode TRL builds vLLM's engine inside the arm's process; in server mode it talks to a vLLM server,
+which hypotrack starts for the run when the settings name none (hypotrack/vllm_server.py). hypotrack's worker and
+a command experiment's bootstrap call these at the same points: `own_rendezvous_port` before anything reads the
+torch.distributed environment, `ready_engine` once the GRPOConfig exists and before the trainer builds the
+engine or connects to the server.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from hypotrack.ports import unclaimed_port
+
+if TYPE_CHECKING:
+    from hypotrack.vllm_server import GeneratorServer
 
 
 def own_rendezvous_port() -> None:
@@ -24,13 +30,47 @@ def own_rendezvous_port() -> None:
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
 
 
-def ready_engine(model: Any, generator_dtype: str) -> None:
-    """vLLM's CPU changes where it runs on a CPU (hypotrack/vllm_cpu.py), and the dtype it serves ``model`` in."""
-    from hypotrack.vllm_cpu import apply
+def ready_engine(model: Any, generator_dtype: str, config: Any = None) -> GeneratorServer | None:
+    """vLLM's CPU changes where it runs on a CPU (hypotrack/vllm_cpu.py), and the dtype it serves ``model`` in; in
+    server mode, the server the run needs when its settings name none: started, ``config`` pointed at it, and
+    returned (the caller stops it when the run ends)."""
+    from hypotrack import vllm_cpu
 
-    apply()
+    if getattr(config, "vllm_mode", "colocate") == "server":
+        vllm_cpu.sync_server_through_files()
+        return start_server(model, generator_dtype, config)
+    vllm_cpu.apply()
     if hasattr(model, "parameters"):  # a model the script loaded itself (not a name vLLM loads)
         serve_in_dtype(generator_dtype, model)
+    return None
+
+
+def start_server(model: Any, generator_dtype: str, config: Any) -> GeneratorServer | None:
+    """A vLLM server for ``model`` where ``config`` (a GRPOConfig in server mode) names none: no base URL, TRL's
+    default host and port, and nothing answering there. A server the settings name is the user's: TRL waits for it
+    as they configured, and hypotrack starts nothing."""
+    import torch
+
+    from hypotrack.vllm_cpu import CPU_MEMORY_UTILIZATION
+    from hypotrack.vllm_server import GeneratorServer, answers
+
+    defaults = type(config).__dataclass_fields__
+    named = config.vllm_server_base_url is not None or any(
+        getattr(config, key) != defaults[key].default for key in ("vllm_server_host", "vllm_server_port"))
+    if named or answers(f"http://127.0.0.1:{config.vllm_server_port}"):
+        return None
+    dtype = generator_dtype
+    if dtype == "trainer":
+        dtype = (str(next(model.parameters()).dtype).removeprefix("torch.") if hasattr(model, "parameters")
+                 else "auto")
+    on_gpu = torch.cuda.is_available()
+    memory = config.vllm_gpu_memory_utilization
+    server = GeneratorServer(model=str(getattr(model, "name_or_path", model)), dtype=dtype,
+                             max_model_len=config.vllm_max_model_length,
+                             memory_utilization=memory if on_gpu else min(memory, CPU_MEMORY_UTILIZATION),
+                             log_path=Path(config.output_dir) / "vllm-server.log", on_gpu=on_gpu)
+    config.vllm_server_base_url = server.start()
+    return server
 
 
 def serve_in_dtype(dtype: str, model: Any) -> None:

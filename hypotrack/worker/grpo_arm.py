@@ -73,16 +73,17 @@ def train(spec: ArmSpec, out_dir: Path, events: EventWriter) -> dict[str, float]
         generator.own_rendezvous_port()
     args = build_config(spec, out_dir)
     model, peft_config = session.trainer_inputs(model, build_peft_config(spec), args)
-    evaluation = _evaluation(spec, args, heldout, tokenizer, rewards)
-    before = evaluate(model, tokenizer, evaluation) if evaluation else {}
-    if before:
-        events.emit(Event.METRICS, step=0, max_steps=spec.max_steps, metrics=before)
-    trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=args, train_dataset=dataset,
-                          processing_class=tokenizer, peft_config=peft_config)
-    _quiet(trainer)
-    session.attach(trainer, heldout_rows=len(heldout) if heldout is not None else 0, dataset_digest=rows._fingerprint,
-                   dataset_columns=rows.column_names, model_source=model.name_or_path)
-    try:
+    try:  # from here a vLLM server may be running for the arm: close() stops it, whatever fails
+        evaluation = _evaluation(spec, args, heldout, tokenizer, rewards)
+        before = evaluate(model, tokenizer, evaluation) if evaluation else {}
+        if before:
+            events.emit(Event.METRICS, step=0, max_steps=spec.max_steps, metrics=before)
+        trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=args, train_dataset=dataset,
+                              processing_class=tokenizer, peft_config=peft_config)
+        _quiet(trainer)
+        session.attach(trainer, heldout_rows=len(heldout) if heldout is not None else 0,
+                       dataset_digest=rows._fingerprint, dataset_columns=rows.column_names,
+                       model_source=model.name_or_path)
         trainer.train()
     finally:
         session.close()

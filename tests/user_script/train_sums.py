@@ -13,6 +13,8 @@ the bug of a script whose groups are not one prompt's. Three more of its options
   built; TRL loads the full-fine-tuning reference from the model's path, the weights before the warm-up (h18's).
 - `--lr-scheduler linear --accumulation 4`: the subclass builds its own linear schedule over
   max_steps / accumulation updates, where TRL's max_steps already counts optimizer updates (h22's).
+- `--vllm-server`: completions from a vLLM server (TRL's server mode), with no server named: hypotrack starts
+  one when it runs the script.
 - `--freeze-embeddings --checkpoint-layers reentrant` (with --no-peft): the script checkpoints each layer
   itself with torch's reentrant checkpoint and turns TRL's own off, and no layer input requires grad
   (h19's).
@@ -107,6 +109,7 @@ def main() -> None:
     parser.add_argument("--accumulation", type=int, default=1)
     parser.add_argument("--freeze-embeddings", action="store_true")
     parser.add_argument("--checkpoint-layers", choices=["off", "reentrant"], default="off")
+    parser.add_argument("--vllm-server", action="store_true")
     args = parser.parse_args()
     if args.no_trainer:
         print("nothing to train: --no-trainer")
@@ -169,7 +172,9 @@ def main() -> None:
         gradient_accumulation_steps=args.accumulation,
         gradient_checkpointing=args.checkpoint_layers == "off",  # TRL's own, unless the script checkpoints itself
         loss_type="dapo", temperature=1.0, lr_scheduler_type="constant", logging_steps=1, save_strategy="no",
-        bf16=False, dataloader_num_workers=0, disable_tqdm=True, reward_weights=[1.0, 0.1])
+        bf16=False, dataloader_num_workers=0, disable_tqdm=True, reward_weights=[1.0, 0.1],
+        **(dict(use_vllm=True, vllm_mode="server", vllm_gpu_memory_utilization=0.1, vllm_max_model_length=256)
+           if args.vllm_server else {}))
     lora = None if args.no_peft else LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj",
                                                                                     "o_proj"], task_type="CAUSAL_LM")
     model = load_model(args)
