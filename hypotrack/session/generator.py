@@ -9,10 +9,12 @@ engine or connects to the server.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hypotrack.errors import HypotrackError
 from hypotrack.ports import unclaimed_port
 
 if TYPE_CHECKING:
@@ -52,13 +54,17 @@ def start_server(model: Any, generator_dtype: str, config: Any) -> GeneratorServ
     import torch
 
     from hypotrack.vllm_cpu import CPU_MEMORY_UTILIZATION
-    from hypotrack.vllm_server import GeneratorServer, answers
+    from hypotrack.vllm_server import INSTALL_VLLM, GeneratorServer, answers
 
     defaults = type(config).__dataclass_fields__
     named = config.vllm_server_base_url is not None or any(
         getattr(config, key) != defaults[key].default for key in ("vllm_server_host", "vllm_server_port"))
     if named or answers(f"http://127.0.0.1:{config.vllm_server_port}"):
         return None
+    if importlib.util.find_spec("vllm") is None:
+        raise HypotrackError("vllm_mode is server and the settings name no server, so hypotrack would start one, but "
+                             f"vLLM is not installed in this environment: {INSTALL_VLLM}, or name a running server "
+                             "with vllm_server_base_url")
     dtype = generator_dtype
     if dtype == "trainer":
         dtype = (str(next(model.parameters()).dtype).removeprefix("torch.") if hasattr(model, "parameters")

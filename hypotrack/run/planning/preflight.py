@@ -1,5 +1,6 @@
-"""Fail before training on a missing model, dataset or import path, or data without the columns and rows the
-experiment names (run/planning/data_check.py), so nothing is recorded for a bad setup."""
+"""Fail before training on a missing model, dataset or import path, data without the columns and rows the
+experiment names (run/planning/data_check.py), or vLLM generation where vLLM is not installed, so nothing is
+recorded for a bad setup."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def preflight(specs: list[ArmSpec]) -> None:
         for spec in commands:
             _check_command(spec)
         _check_sources(specs)
+        _check_generator(specs)
         check_data(specs)  # reads the rows: after the imports and paths it needs are known to be there
 
 
@@ -65,6 +67,28 @@ def interruptible() -> Iterator[None]:
 
 def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _check_generator(specs: list[ArmSpec]) -> None:
+    """An arm that generates with vLLM in its own process (colocate mode), or whose server hypotrack would start
+    (server mode, no server named), needs vLLM in this environment, which the workers share."""
+    import importlib.util
+
+    from hypotrack.vllm_server import INSTALL_VLLM
+
+    for spec in specs:
+        settings = spec.grpo
+        if not settings.get("use_vllm") or importlib.util.find_spec("vllm") is not None:
+            continue
+        server = settings.get("vllm_mode") == "server"
+        if server and (settings.get("vllm_server_base_url") or settings.get("vllm_server_host")
+                       or settings.get("vllm_server_port")):
+            continue  # a server the user runs: TRL's client needs no vLLM here
+        raise HypotrackError(
+            f"experiment {spec.experiment_name!r} generates with vLLM (use_vllm: true, vllm_mode: "
+            f"{settings.get('vllm_mode', 'colocate')}){' and names no server for hypotrack to use' if server else ''}, "
+            f"but vLLM is not installed in this environment: {INSTALL_VLLM}"
+            + (", or name a running server with vllm_server_base_url" if server else ""))
 
 
 def _check_sources(specs: list[ArmSpec]) -> None:

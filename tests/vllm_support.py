@@ -1,0 +1,56 @@
+"""What the vLLM tests share (tests/test_vllm.py, colocate mode; tests/test_vllm_server.py, server mode): a selftest
+on h06 and h14, what each planted row decides, and the readings an arm logged. The toy model vLLM serves is the
+fixture `wide_cache` (conftest.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from runner_support import cli, env_for
+
+
+def selftest(tmp_path: Path, cache: Path, experiment: str, rows: tuple[str, ...], *steps: str) -> dict:
+    env = env_for(tmp_path, cache)
+    result = cli(["selftest", "--json", "--experiment", experiment, "--faults", ",".join(rows), "--hypotheses",
+                  "h06,h14", "--output-dir", str(tmp_path / "st"), *steps], env, tmp_path, timeout=900)
+    assert result.stdout.strip(), result.stderr[-3000:]
+    return json.loads(result.stdout)
+
+
+# what each row decides on h06 and h14, in either mode: each fault its own hypothesis, the clean run neither
+DECIDED = {"clean/h06": "invalidated", "clean/h14": "invalidated",
+           "generator_sync_skipped/h06": "validated", "generator_sync_skipped/h14": "inconclusive",
+           "generator_output_head_stale/h06": "validated", "generator_output_head_stale/h14": "inconclusive",
+           "generator_precision_lowered/h06": "invalidated", "generator_precision_lowered/h14": "validated",
+           "truncated_sampling_support/h06": "invalidated", "truncated_sampling_support/h14": "validated"}
+
+
+def assert_decided(report: dict, rows: tuple[str, ...]) -> None:
+    assert report["failures"] == {}, report["failures"]
+    statuses = {cell: value["status"] for cell, value in report["cells"].items()}
+    assert statuses == {cell: status for cell, status in DECIDED.items() if cell.split("/")[0] in rows}, statuses
+
+
+def stale_shares(outputs: Path) -> dict[str, list[float]]:
+    """Each arm of an h06 test (seed 0) -> its stale-weight readings, from the arm's own event stream."""
+    readings = {}
+    for arm in ("control", "treatment"):
+        events = next(outputs.glob(f"h06-*/{arm}-seed0/events.jsonl"))
+        readings[arm] = [e["metrics"]["diag/lora_sync/gen_stale_weight_share"]
+                         for e in map(json.loads, events.read_text().splitlines())
+                         if e.get("event") == "metrics" and "diag/lora_sync/gen_stale_weight_share" in e["metrics"]]
+    return readings
+
+
+def control_series(root: Path) -> dict[str, dict[str, list[float]]]:
+    """Each row's control arm: metric -> the values it logged, from the arm's own event stream."""
+    found: dict[str, dict[str, list[float]]] = {}
+    for events in sorted(root.glob("run*/events.jsonl")):
+        spec = json.loads((events.parent / "spec.json").read_text())
+        series = found.setdefault((spec.get("plant") or ["clean"])[0], {})
+        for event in map(json.loads, events.read_text().splitlines()):
+            if event.get("event") == "metrics":
+                for key, value in event["metrics"].items():
+                    series.setdefault(key, []).append(value)
+    return found
