@@ -1,9 +1,11 @@
 """`hypotrack.watch` called the way users call it: twice in one script, imported by name, with a mistyped gate,
-with something that is not a trainer. Each case runs in its own Python, as a user's script does, on real
-GRPOTrainers of the toy model (built, not trained: these calls fail or succeed before training starts)."""
+with something that is not a trainer. Each case runs in a Python of its own, as a user's script does (the
+refusals of stop_on all in one), on real GRPOTrainers of the toy model (built, not trained: these calls fail or
+succeed before training starts)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -60,44 +62,46 @@ print("ok")
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-@pytest.mark.parametrize("stop_on, named", [
-    ('["nope"]', "'nope' names no gate"),
-    ('"gate"', "'gate' names no gate"),
-    ('["h03"]', "'h03' names no gate"),  # a hypothesis no gate points to would never stop anything either
-    ('["gates", "ref-kl"]', "'ref-kl' names no gate"),
-])
-def test_a_stop_on_that_names_no_gate_is_refused_with_the_gates_it_could_name(tmp_path: Path, toy_cache: Path,
-                                                                             stop_on: str, named: str) -> None:
-    done = run_user_code(tmp_path, toy_cache, f"""
+NOT_A_GATE = {'["nope"]': "'nope' names no gate", '"gate"': "'gate' names no gate",
+              '["h03"]': "'h03' names no gate",  # a hypothesis no gate points to would never stop anything either
+              '["gates", "ref-kl"]': "'ref-kl' names no gate"}
+NOT_NAMES = {"5": "watch(stop_on=5): give", '["gates", None]': "watch(stop_on=['gates', None])",
+             '{"gates": True}': "watch(stop_on={'gates': True})"}
+
+
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory, toy_cache: Path) -> dict[str, str]:
+    """Each stop_on value -> what watch says refusing it, from one user process (each a fresh trainer): the
+    process's imports, not the refusals, are what takes the time."""
+    values = ", ".join(f"{value!r}: {value}" for value in [*NOT_A_GATE, *NOT_NAMES])
+    done = run_user_code(tmp_path_factory.mktemp("refusals"), toy_cache, f"""
+import json
 import hypotrack
 from hypotrack.errors import HypotrackError
-try:
-    hypotrack.watch(trainer(), stop_on={stop_on}, record=False)
-except HypotrackError as exc:
-    print(exc)
+said = {{}}
+for written, stop_on in {{{values}}}.items():
+    try:
+        hypotrack.watch(trainer(), stop_on=stop_on, record=False)
+    except HypotrackError as exc:
+        said[written] = str(exc)
+print(json.dumps(said))
 """)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert named in done.stdout and "would never stop training" in done.stdout
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("stop_on", NOT_A_GATE)
+def test_a_stop_on_that_names_no_gate_is_refused_with_the_gates_it_could_name(refusals: dict[str, str],
+                                                                             stop_on: str) -> None:
+    said = refusals[stop_on]
+    assert NOT_A_GATE[stop_on] in said and "would never stop training" in said
     for gate, hypothesis in (("ratio", "h08"), ("ref_kl", "h18"), ("grad", "h19"), ("parity", "h14"), ("lora", "h06")):
-        assert f"{gate} ({hypothesis})" in done.stdout
+        assert f"{gate} ({hypothesis})" in said
 
 
-@pytest.mark.parametrize("stop_on, says", [
-    ("5", "watch(stop_on=5): give"),
-    ('["gates", None]', "watch(stop_on=['gates', None])"),
-    ('{"gates": True}', "watch(stop_on={'gates': True})"),
-])
-def test_a_stop_on_that_is_not_names_is_refused(tmp_path: Path, toy_cache: Path, stop_on: str, says: str) -> None:
-    done = run_user_code(tmp_path, toy_cache, f"""
-import hypotrack
-from hypotrack.errors import HypotrackError
-try:
-    hypotrack.watch(trainer(), stop_on={stop_on}, record=False)
-except HypotrackError as exc:
-    print(exc)
-""")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert says in done.stdout, done.stdout
+@pytest.mark.parametrize("stop_on", NOT_NAMES)
+def test_a_stop_on_that_is_not_names_is_refused(refusals: dict[str, str], stop_on: str) -> None:
+    assert NOT_NAMES[stop_on] in refusals[stop_on], refusals[stop_on]
 
 
 @pytest.mark.slow
