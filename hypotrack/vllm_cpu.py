@@ -13,7 +13,6 @@ built. Each change says what breaks without it:
   training process (it starts in 3-4 s instead of 25-30 s for a separate core process).
 - **A bounded KV cache.** On a CPU the KV cache is ordinary memory; `VLLM_CPU_KVCACHE_SPACE` (GiB) caps it
   at 1 unless set, where vLLM's default would reserve a large share of the machine's RAM.
-
 - **Weight sync to a server through files** (`sync_server_through_files`, server mode). TRL streams the
   trainer's weights to a vLLM server over NCCL, which needs CUDA: its client refuses a CPU device
   (`init_communicator`). Instead each sync writes the weights TRL would stream to one safetensors file and asks

@@ -7,7 +7,8 @@ hypothesis, and no other, catches it.
 A fault describes itself on its class, as a diagnostics hook does (hooks/base.py): its ``name``, the
 hypothesis it ``imitates``, a ``description`` of what it does (naming the upstream issue or pull request it
 copies), the ``seams`` it touches (from `SEAMS`), its ``Settings`` (a dataclass: one field per knob, each with
-its default and a docstring under it) and, for the self-test, ``signature_steps``, ``needs_vllm`` and
+its default and a docstring under it) and, for the self-test, ``signature_steps``, ``needs_vllm``,
+``needs_full_fine_tuning`` and
 ``not_shown_on_toy``. It then overrides the stages it acts at, each called for every arm:
 
 - `configure(arm)`: the resolved arm's settings, on the runner's side, before the hypothesis's treatment (so a
@@ -70,6 +71,8 @@ class PlantedFault:
     signature_steps: ClassVar[int | None] = None
     # Why it needs an experiment that generates with vLLM; "" where it does not.
     needs_vllm: ClassVar[str] = ""
+    # Why it needs full fine-tuning (an experiment without LoRA); "" where adapters can show it too.
+    needs_full_fine_tuning: ClassVar[str] = ""
     # Why the toy lab cannot show it within a self-test's run (the default self-test leaves it out); "" where it can.
     not_shown_on_toy: ClassVar[str] = ""
 

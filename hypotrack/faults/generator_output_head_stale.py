@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypotrack.errors import HypotrackError
 from hypotrack.faults.base import PlantedFault
 
 
@@ -19,12 +18,8 @@ class GeneratorOutputHeadStale(PlantedFault):
     needs_vllm = ("it lives in vLLM's copy of the weights; run it on an experiment that generates with vLLM and "
                   "trains the embedding (full fine-tuning): hypotrack selftest --experiment toy_arith_vllm_server "
                   "--faults clean,generator_output_head_stale")
-
-    def configure(self, arm: dict[str, Any]) -> None:
-        if arm["lora"].get("enabled", True):
-            raise HypotrackError(f"the planted fault {self.name} needs full fine-tuning (lora: enabled: false, such as "
-                                 "toy_arith_vllm_server): LoRA never trains the output head, so a stale copy of it "
-                                 "changes nothing")
+    needs_full_fine_tuning = ("LoRA never trains the output head, so a stale copy of it changes nothing; run it on "
+                              "toy_arith_vllm_server")
 
     def attach(self, trainer: Any) -> None:
         from hypotrack.hooks._generator import served_generator

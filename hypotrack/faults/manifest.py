@@ -50,4 +50,7 @@ def configure_arm(names: list[str], arm: dict[str, Any]) -> None:
         if fault.needs_vllm and not arm["grpo"].get("use_vllm"):
             raise HypotrackError(f"the planted fault {fault.name} needs an experiment that generates with vLLM "
                                  f"(use_vllm: true, such as toy_arith_vllm): {fault.description}")
+        if fault.needs_full_fine_tuning and arm["lora"].get("enabled", True):
+            raise HypotrackError(f"the planted fault {fault.name} needs full fine-tuning (lora: enabled: false): "
+                                 f"{fault.needs_full_fine_tuning}")
         fault.configure(arm)
