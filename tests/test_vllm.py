@@ -12,13 +12,12 @@ no vLLM: a fault that lives in vLLM's generation, planted on a run that does not
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest
 from conftest import dump_sqlite
 from runner_support import cli, env_for
-from vllm_support import assert_decided, control_series, selftest, stale_shares
+from vllm_support import arm_readings, assert_decided, assert_treatment_repairs, control_series, selftest
 
 ROWS = ("clean", "generator_sync_skipped", "generator_precision_lowered", "truncated_sampling_support")
 
@@ -49,12 +48,7 @@ def test_each_vllm_fault_validates_its_own_hypothesis_and_the_clean_run_none(
 
 @pytest.mark.vllm
 def test_the_treatment_pushes_the_weights_to_vllm_again(tmp_path: Path, wide_cache: Path) -> None:
-    env = env_for(tmp_path, wide_cache)
-    result = cli(["run", "h06", "--experiment", "toy_arith_vllm", "--plant", "generator_sync_skipped", "--seeds", "1",
-                  "--max-steps", "4"], env, tmp_path, timeout=900)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    readings = stale_shares(tmp_path / "outputs")
-    assert readings["treatment"] == [0.0] and readings["control"][0] > 0.0, readings
+    assert_treatment_repairs(tmp_path, wide_cache, "toy_arith_vllm", "generator_sync_skipped")
 
 
 @pytest.mark.vllm
@@ -63,12 +57,8 @@ def test_h14s_treatment_serves_the_model_in_the_trainers_dtype(tmp_path: Path, w
     result = cli(["run", "h14", "--experiment", "toy_arith_vllm", "--plant", "generator_precision_lowered",
                   "--seeds", "1", "--max-steps", "3"], env, tmp_path, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    differs = {}
-    for arm in ("control", "treatment"):
-        events = next((tmp_path / "outputs").glob(f"h14-*/{arm}-seed0/events.jsonl"))
-        differs[arm] = {e["metrics"]["diag/sampling_parity/generator_dtype_differs"]
-                        for e in map(json.loads, events.read_text().splitlines())
-                        if e.get("event") == "metrics" and "diag/sampling_parity/generator_dtype_differs" in e["metrics"]}
+    differs = {arm: set(values) for arm, values in
+               arm_readings(tmp_path / "outputs", "h14", "diag/sampling_parity/generator_dtype_differs").items()}
     assert differs == {"control": {1.0}, "treatment": {0.0}}, differs
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from runner_support import cli, env_for, start_cli
-from vllm_support import assert_decided, control_series, selftest, stale_shares
+from vllm_support import assert_decided, assert_treatment_repairs, control_series, selftest, stale_shares
 
 
 @pytest.mark.vllm
@@ -104,9 +104,4 @@ def test_a_users_script_in_server_mode_gets_a_server_and_its_served_weights_read
 
 @pytest.mark.vllm
 def test_the_treatment_ties_the_served_output_head_again(tmp_path: Path, wide_cache: Path) -> None:
-    env = env_for(tmp_path, wide_cache)
-    result = cli(["run", "h06", "--experiment", "toy_arith_vllm_server", "--plant", "generator_output_head_stale",
-                  "--seeds", "1", "--max-steps", "4"], env, tmp_path, timeout=900)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    readings = stale_shares(tmp_path / "outputs")
-    assert readings["treatment"] == [0.0] and readings["control"][0] > 0.0, readings
+    assert_treatment_repairs(tmp_path, wide_cache, "toy_arith_vllm_server", "generator_output_head_stale")

@@ -32,15 +32,28 @@ def assert_decided(report: dict, rows: tuple[str, ...]) -> None:
     assert statuses == {cell: status for cell, status in DECIDED.items() if cell.split("/")[0] in rows}, statuses
 
 
-def stale_shares(outputs: Path) -> dict[str, list[float]]:
-    """Each arm of an h06 test (seed 0) -> its stale-weight readings, from the arm's own event stream."""
+def arm_readings(outputs: Path, hypothesis: str, metric: str) -> dict[str, list[float]]:
+    """Each arm of a test of ``hypothesis`` (seed 0) -> the values it logged for ``metric``, from its event stream."""
     readings = {}
     for arm in ("control", "treatment"):
-        events = next(outputs.glob(f"h06-*/{arm}-seed0/events.jsonl"))
-        readings[arm] = [e["metrics"]["diag/lora_sync/gen_stale_weight_share"]
-                         for e in map(json.loads, events.read_text().splitlines())
-                         if e.get("event") == "metrics" and "diag/lora_sync/gen_stale_weight_share" in e["metrics"]]
+        events = next(outputs.glob(f"{hypothesis}-*/{arm}-seed0/events.jsonl"))
+        readings[arm] = [e["metrics"][metric] for e in map(json.loads, events.read_text().splitlines())
+                         if e.get("event") == "metrics" and metric in e["metrics"]]
     return readings
+
+
+def stale_shares(outputs: Path) -> dict[str, list[float]]:
+    """Each arm of an h06 test (seed 0) -> its stale-weight readings."""
+    return arm_readings(outputs, "h06", "diag/lora_sync/gen_stale_weight_share")
+
+
+def assert_treatment_repairs(tmp_path: Path, cache: Path, experiment: str, fault: str) -> None:
+    """`hypotrack run h06` with ``fault`` planted: the control arm serves stale weights, the treatment arm none."""
+    result = cli(["run", "h06", "--experiment", experiment, "--plant", fault, "--seeds", "1", "--max-steps", "4"],
+                 env_for(tmp_path, cache), tmp_path, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    readings = stale_shares(tmp_path / "outputs")
+    assert readings["treatment"] == [0.0] and readings["control"][0] > 0.0, readings
 
 
 def control_series(root: Path) -> dict[str, dict[str, list[float]]]:
