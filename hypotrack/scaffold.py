@@ -119,8 +119,8 @@ rationale: >
   Why you suspect it, and why the treatment below tests it.
 prerequisites: []                # ids to resolve first (hypotrack next waits for them)
 experiment: {experiment}         # the run to test it on (experiments/<name>.yaml or a shipped one)
-# requires: [kl_term]            # what the run must have for this to apply: kl_term, lora,
-#                                # auxiliary_rewards, group_scaling
+# requires: [kl_term]            # what the run must have for this to apply: kl_term, lora, generator_sync,
+#                                # auxiliary_rewards, group_scaling, sequence_importance_sampling
 treatment:                       # what the treatment arm changes; the control arm is the run as written
   learning_rate_factor: 0.5      # the run flags' names (hypotrack run --help), or set: {{GRPOConfig field: value}}
 hooks: [weights]                 # diagnostics to attach (hypotrack validate --metrics lists what they log)

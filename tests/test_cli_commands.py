@@ -23,13 +23,13 @@ def test_fresh_registry_status_next_mark_next(run_cli, seed_project_dir, cli_env
     env = {**cli_env, "HYPOTRACK_PROJECT": str(seed_project_dir)}
     rows = json.loads(ok(run_cli("status", "--json", env=env)))
     # a project always has the shipped library underneath its own files
-    assert [r["id"] for r in rows] == [*SEED, "h07", "h08", "h09", "h10", *(f"h{n}" for n in range(11, 27))]
+    assert [r["id"] for r in rows] == [*SEED, "h07", "h08", "h09", "h10", *(f"h{n}" for n in range(11, 28))]
     assert {r["status"] for r in rows} == {"pending"}
     assert set(rows[0]) >= {"id", "title", "priority", "status", "confidence", "evidence", "last_run"}
     table = ok(run_cli("status", env=env))
     for column in ("ID", "Hypothesis", "Pri", "Status", "Conf", "Latest verdict or note", "Last run"):
         assert column in table
-    assert "LoRA weight sync" in table and table.count("pending") == 26
+    assert "LoRA weight sync" in table and table.count("pending") == 27
 
     text = ok(run_cli("next", env=env))
     assert "Next: H06: LoRA weight sync" in text
@@ -51,7 +51,7 @@ def test_shipped_project_next_is_h06(run_cli):
 
 def test_validate_passes_on_shipped_files(run_cli, project_dir):
     out = ok(run_cli("validate"))
-    assert out.startswith("ok: 26 hypotheses, 9 experiments")  # toy_arith_vllm, its full fine-tuning and server twins
+    assert out.startswith("ok: 27 hypotheses, 9 experiments")  # toy_arith_vllm, its full fine-tuning and server twins
     out = ok(run_cli("validate", project_dir / "hypotheses" / "h06_lora_weight_sync.yaml", "--metrics"))
     assert out.startswith("ok: 1 hypotheses") and "  reward\n" in out
 

@@ -23,7 +23,7 @@ def test_init_then_new_hypothesis_validates_with_the_shipped_ones(tmp_path: Path
     written = root / "hypotheses" / "h30_judge_favours_long_answers.yaml"
     assert "The judge scores length." in written.read_text()
     checked = cli(["validate"], env, root)
-    assert checked.returncode == 0 and "27 hypotheses" in checked.stdout, checked.stdout + checked.stderr
+    assert checked.returncode == 0 and "28 hypotheses" in checked.stdout, checked.stdout + checked.stderr
     # the template run resolves on the toy lab as written
     dry = cli(["run", "h30", "--dry-run"], env, root)
     assert dry.returncode == 0, dry.stderr
@@ -35,7 +35,7 @@ def test_new_refuses_an_id_that_would_shadow_a_shipped_hypothesis(tmp_path: Path
     before = sorted(p.name for p in (root / "hypotheses").iterdir())
     refused = cli(["new", "h11", "My idea"], env, root)
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
-    assert "h11 is already declared in" in refused.stderr and "h27" in refused.stderr, refused.stderr
+    assert "h11 is already declared in" in refused.stderr and "h28" in refused.stderr, refused.stderr
     assert sorted(p.name for p in (root / "hypotheses").iterdir()) == before
     assert cli(["new", "h30", "My idea"], env, root).returncode == 0
     again = cli(["new", "h30", "Another idea"], env, root)

@@ -70,3 +70,14 @@ def test_the_vllm_engine_seam_the_worker_wraps_exists() -> None:
 
     assert "LLM(" in inspect.getsource(vllm_generation.VLLMGeneration._init_vllm)
     assert "driver_worker.model_runner.model.load_weights" in inspect.getsource(vllm_generation.VLLMGeneration.sync_weights)
+
+
+def test_trls_sequence_level_importance_weight_still_sums_the_log_ratios() -> None:
+    """h27 reads TRL's importance weights from its rollout (output["importance_sampling_ratio"]) and says that its
+    sequence modes sum the per-token log-ratios (trl#5814). Where a TRL release takes their mean, h27's rationale and
+    the importance_weights hook's docstring must say from which version."""
+    from trl import GRPOTrainer
+
+    source = inspect.getsource(GRPOTrainer._generate_and_score_completions)
+    assert 'output["importance_sampling_ratio"] = vllm_importance_sampling_ratio' in source
+    assert "per_token_logps_diff.sum(dim=-1, keepdim=True)" in source

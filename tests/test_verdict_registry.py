@@ -47,7 +47,7 @@ def test_status_reads_at_a_glance_with_not_applicable_and_a_signature_only_verdi
     lines = table.splitlines()
     assert all(len(line) <= 120 for line in lines)
     rows = [line for line in lines if line.lstrip().startswith("h")]
-    assert len(rows) == 26  # one line per hypothesis
+    assert len(rows) == 27  # one line per hypothesis
     h01 = next(r for r in rows if r.lstrip().startswith("h01"))
     assert "validated" in h01 and "0.75" in h01 and "validated (signature only)" in h01
     h03 = next(r for r in rows if r.lstrip().startswith("h03"))

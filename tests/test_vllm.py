@@ -44,6 +44,15 @@ def test_each_vllm_fault_validates_its_own_hypothesis_and_the_clean_run_none(
     assert max(series["truncated_sampling_support"][transform]) > 0.01
     assert max(series["truncated_sampling_support"]["diag/sampling_parity/generator_closing_transform"]) == 3.0
     assert max(series["clean"][transform]) < 1e-4
+    # TRL's own importance weights (its default sequence_mask: one weight per completion): 1 on the clean run, since
+    # vLLM serves what the trainer scores; a top-p cut's log(kept mass) is a gap per token, which summed over the toy's
+    # 3-token completions leaves every weight within [0.8, 1.25] (h27 ruled out)
+    weights = "diag/importance_weights/"
+    assert min(series["clean"][weights + "sequence_level"]) == 1.0
+    assert max(series["clean"][weights + "weight_off_share"]) == 0.0
+    assert abs(max(series["clean"][weights + "weight_mean"]) - 1.0) < 1e-3
+    assert max(series["truncated_sampling_support"][weights + "token_gap_mean"]) > 0.01
+    assert max(series["truncated_sampling_support"][weights + "weight_off_share"]) <= 0.05
 
 
 @pytest.mark.vllm

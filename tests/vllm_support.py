@@ -1,5 +1,5 @@
 """What the vLLM tests share (tests/test_vllm.py, colocate mode; tests/test_vllm_server.py, server mode): a selftest
-on h06 and h14, what each planted row decides, and the readings an arm logged. The toy model vLLM serves is the
+on h06, h14 and h27, what each planted row decides, and the readings an arm logged. The toy model vLLM serves is the
 fixture `wide_cache` (conftest.py)."""
 
 from __future__ import annotations
@@ -13,17 +13,23 @@ from runner_support import cli, env_for
 def selftest(tmp_path: Path, cache: Path, experiment: str, rows: tuple[str, ...], *steps: str) -> dict:
     env = env_for(tmp_path, cache)
     result = cli(["selftest", "--json", "--experiment", experiment, "--faults", ",".join(rows), "--hypotheses",
-                  "h06,h14", "--output-dir", str(tmp_path / "st"), *steps], env, tmp_path, timeout=900)
+                  "h06,h14,h27", "--output-dir", str(tmp_path / "st"), *steps], env, tmp_path, timeout=900)
     assert result.stdout.strip(), result.stderr[-3000:]
     return json.loads(result.stdout)
 
 
-# what each row decides on h06 and h14, in either mode: each fault its own hypothesis, the clean run neither
-DECIDED = {"clean/h06": "invalidated", "clean/h14": "invalidated",
+# what each row decides on h06, h14 and h27, in either mode: each fault its own hypothesis, the clean run none; h27
+# (TRL's importance weights summed over long completions) has no toy fault: on 3-6-token completions it is ruled
+# out, or left open where a stale generator's gap per token (over 0.05 nats) moves the weights
+DECIDED = {"clean/h06": "invalidated", "clean/h14": "invalidated", "clean/h27": "invalidated",
            "generator_sync_skipped/h06": "validated", "generator_sync_skipped/h14": "inconclusive",
+           "generator_sync_skipped/h27": "inconclusive",
            "generator_output_head_stale/h06": "validated", "generator_output_head_stale/h14": "inconclusive",
+           "generator_output_head_stale/h27": "invalidated",
            "generator_precision_lowered/h06": "invalidated", "generator_precision_lowered/h14": "validated",
-           "truncated_sampling_support/h06": "invalidated", "truncated_sampling_support/h14": "validated"}
+           "generator_precision_lowered/h27": "invalidated",
+           "truncated_sampling_support/h06": "invalidated", "truncated_sampling_support/h14": "validated",
+           "truncated_sampling_support/h27": "invalidated"}
 
 
 def assert_decided(report: dict, rows: tuple[str, ...]) -> None:

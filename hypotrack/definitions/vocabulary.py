@@ -36,6 +36,9 @@ REQUIREMENTS: dict[str, str] = {
     "generator_sync": "weights the generator must be kept in step with: LoRA adapters, or vLLM generating (use_vllm)",
     "auxiliary_rewards": "auxiliary reward functions besides the task reward",
     "group_scaling": "advantages divided by a per-group std (scale_rewards: group, or normalize_then_sum)",
+    "sequence_importance_sampling": "vLLM generating, with TRL's importance-sampling correction weighing whole "
+                                    "completions (vllm_importance_sampling_mode sequence_mask, its default, or "
+                                    "sequence_truncate)",
 }
 # The outcome a treatment's effect is measured on: the task reward over the last steps of training,
 # or the held-out evaluation after training (greedy or sampled decoding); none for checks that are

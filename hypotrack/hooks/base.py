@@ -62,6 +62,9 @@ class RolloutBatch:
     old_per_token_logps: "torch.Tensor | None" = None
     ref_per_token_logps: "torch.Tensor | None" = None
     sampling_per_token_logps: "torch.Tensor | None" = None
+    # TRL's importance weights for vLLM's sampling (vllm_importance_sampling_correction): (B, 1) per completion in
+    # its sequence modes, (B, C) per token in its token modes, after its cap or mask
+    importance_sampling_ratio: "torch.Tensor | None" = None
     tool_mask: "torch.Tensor | None" = None  # (B, C), 1 = model-written token, 0 = tool/environment output
     # Per-row dataset columns other than prompt (e.g. "answer", "answer_start", "answer_end",
     # "prompt_full_length" before truncation); each value is a list of length B.

@@ -63,6 +63,7 @@ class TrainerTap:
             old_per_token_logps=output.get("old_per_token_logps"),
             ref_per_token_logps=output.get("ref_per_token_logps"),
             sampling_per_token_logps=output.get("sampling_per_token_logps"),
+            importance_sampling_ratio=output.get("importance_sampling_ratio"),
             tool_mask=output.get("tool_mask"), columns=columns, reward_errors=errors,
             tokenizer=tokenizer,
             extra_masks={key[len("hypotrack_"):]: value for key, value in extra.items()},

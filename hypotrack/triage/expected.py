@@ -134,7 +134,28 @@ def requirements(log: RunLog, reward_functions: list[str]) -> dict[str, Requirem
         out["group_scaling"] = Requirement(group, f"scale_rewards is {scale}")
     else:
         out["group_scaling"] = Requirement(None, "the logs do not say how rewards are scaled (scale_rewards)")
+    out["sequence_importance_sampling"] = _sequence_importance_sampling(log)
     return out
+
+
+def _sequence_importance_sampling(log: RunLog) -> Requirement:
+    """Whether TRL weighed each vLLM completion by one importance weight (the sum of its log-ratios)."""
+    mode = log.params.get("vllm_importance_sampling_mode")
+    correction = log.params.get("vllm_importance_sampling_correction")
+    if log.params.get("use_vllm", "").strip().lower() == "false":
+        return Requirement(False, "use_vllm is False: no vLLM sampling to correct")
+    if correction is not None and correction.strip().lower() == "false":
+        return Requirement(False, "vllm_importance_sampling_correction is False")
+    if mode is not None:
+        return Requirement(mode.strip() in ("sequence_mask", "sequence_truncate"),
+                           f"vllm_importance_sampling_mode is {mode}")
+    if "sampling/importance_sampling_ratio/mean" in log.series:
+        return Requirement(None, "TRL logged importance ratios, but the logs do not say whether it weighed whole "
+                                 "completions (vllm_importance_sampling_mode)")
+    if "reward" in log.series:
+        return Requirement(False, "no sampling/importance_sampling_ratio is logged: TRL applied no vLLM importance "
+                                  "weight")
+    return Requirement(None, "the logs do not say whether vLLM generated")
 
 
 def _float(raw: str | None) -> float | None:

@@ -31,7 +31,7 @@ ROWS: dict[str, str | None] = {
     "ledger_healthy": None, "ledger_full_ft_rate_on_lora": "h26", "ledger_alpha_one": "h26",
 }
 GRPO_HYPOTHESES = ["h01", "h02", "h03", "h04", "h05", "h06", "h11", "h12", "h13", "h14", "h15", "h16", "h17", "h18",
-                   "h19", "h20", "h21", "h22", "h23", "h24", "h25", "h26"]
+                   "h19", "h20", "h21", "h22", "h23", "h24", "h25", "h26", "h27"]
 
 
 def run_matrix(seeds: int, steps: int | None, rows: dict[str, str | None], hypotheses: list[str], out: Path,

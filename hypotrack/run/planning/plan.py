@@ -256,7 +256,18 @@ def unmet_requirements(hypothesis: Hypothesis, control: ArmSpec) -> list[str]:
         elif requirement == "group_scaling" and not _group_scaled(control.grpo):
             reasons.append(f"the experiment does not divide advantages by a group std (scale_rewards: "
                            f"{control.grpo.get('scale_rewards')}): tiny group differences are not blown up")
+        elif requirement == "sequence_importance_sampling" and not _weighs_whole_completions(control.grpo):
+            reasons.append("the experiment applies no sequence-level importance weight (it needs use_vllm, "
+                           "vllm_importance_sampling_correction on and vllm_importance_sampling_mode sequence_mask or "
+                           "sequence_truncate): nothing sums a completion's log-ratios")
     return reasons
+
+
+def _weighs_whole_completions(grpo: dict[str, Any]) -> bool:
+    """Whether TRL weighs each vLLM completion by one importance weight (its defaults in trl 1.16: correction on,
+    sequence_mask)."""
+    return bool(grpo.get("use_vllm")) and grpo.get("vllm_importance_sampling_correction", True) is not False and \
+        grpo.get("vllm_importance_sampling_mode", "sequence_mask") in ("sequence_mask", "sequence_truncate")
 
 
 def _group_scaled(grpo: dict[str, Any]) -> bool:
