@@ -7,7 +7,8 @@ This reads the signature (control arms); the two-part verdict with the treatment
 exercised in tests/test_runner_e2e.py.
 
 The test is the whole user-side matrix at the seeds a user affords (two), over every GRPO hypothesis
-(tests/tools/user_side_matrix.py); it is CI's own step (`-m user_side`, about 5 minutes).
+(tests/tools/user_side_matrix.py); CI runs it (`-m user_side`, about 5 minutes) beside the gate matrix and the
+real-run corpus.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+PROJECT = Path(__file__).resolve().parent / "user_side"
 SEED_HYPOTHESES = ["h01", "h02", "h03", "h04", "h05", "h06"]
 
 
@@ -30,6 +32,8 @@ def test_user_side_matrix_at_two_seeds(tmp_path: Path, toy_cache: Path, monkeypa
     from hypotrack.run.selftest import render_markdown
 
     monkeypatch.setenv("HYPOTRACK_CACHE", str(toy_cache))
+    # the bugs are the users' own: no experiment of theirs plants one of hypotrack's faults
+    assert "hypotrack.toy.faults" not in "".join(p.read_text() for p in (PROJECT / "experiments").iterdir())
     started = time.time()
     result = run_matrix(2, None, ALL_ROWS, GRPO_HYPOTHESES, tmp_path)
     matrix = render_markdown(result)
