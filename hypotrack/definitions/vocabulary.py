@@ -40,6 +40,8 @@ REQUIREMENTS: dict[str, str] = {
                                     "completions (vllm_importance_sampling_mode sequence_mask, its default, or "
                                     "sequence_truncate)",
 }
+# TRL's vllm_importance_sampling_mode values that weigh a whole completion by the sum of its log-ratios (h27)
+SEQUENCE_IMPORTANCE_MODES: tuple[str, ...] = ("sequence_mask", "sequence_truncate")
 # The outcome a treatment's effect is measured on: the task reward over the last steps of training,
 # or the held-out evaluation after training (greedy or sampled decoding); none for checks that are
 # their own test (parity, critic).

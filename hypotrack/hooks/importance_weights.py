@@ -48,6 +48,8 @@ class ImportanceWeightsHook(DiagnosticHook):
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
         import torch
 
+        from hypotrack.hooks._util import masked_mean
+
         applied, old = batch.importance_sampling_ratio, batch.old_per_token_logps
         sampling = batch.sampling_per_token_logps
         if applied is None or old is None or sampling is None or not batch.completion_mask.numel():
@@ -76,6 +78,6 @@ class ImportanceWeightsHook(DiagnosticHook):
             "dropped_share": float((weight == 0).float().mean()),
             "weight_off_share": float(((weight < low) | (weight > high)).float().mean()),
             "per_token_weight_off_share": float((per_token_gap.abs() > TOKEN_GAP).float().mean()),
-            "token_gap_mean": float(diff.abs().sum() / mask.sum()),
+            "token_gap_mean": masked_mean(diff.abs(), mask),
             "length_mean": float(tokens.mean()),
         }

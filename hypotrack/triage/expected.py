@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from hypotrack.definitions.vocabulary import SEQUENCE_IMPORTANCE_MODES
+
 from .runlog import RunLog
 
 # |loss| at or below this at every step reads as "a GRPO loss of 0" (the policy term's value is the
@@ -147,7 +149,7 @@ def _sequence_importance_sampling(log: RunLog) -> Requirement:
     if correction is not None and correction.strip().lower() == "false":
         return Requirement(False, "vllm_importance_sampling_correction is False")
     if mode is not None:
-        return Requirement(mode.strip() in ("sequence_mask", "sequence_truncate"),
+        return Requirement(mode.strip() in SEQUENCE_IMPORTANCE_MODES,
                            f"vllm_importance_sampling_mode is {mode}")
     if "sampling/importance_sampling_ratio/mean" in log.series:
         return Requirement(None, "TRL logged importance ratios, but the logs do not say whether it weighed whole "

@@ -19,7 +19,7 @@ from typing import Any
 from hypotrack.definitions.models import IMPORT_PATH, Experiment, Hypothesis, Overrides
 from hypotrack.definitions.run_settings import SETTINGS_BY_NAME, SETUP_SETTINGS, TREATMENT_SETTINGS
 from hypotrack.definitions.settings_check import check_setting, config_problem
-from hypotrack.definitions.vocabulary import SCALE_REWARDS
+from hypotrack.definitions.vocabulary import SCALE_REWARDS, SEQUENCE_IMPORTANCE_MODES
 from hypotrack.errors import HypotrackError
 from hypotrack.protocol import ArmSpec
 
@@ -267,7 +267,7 @@ def _weighs_whole_completions(grpo: dict[str, Any]) -> bool:
     """Whether TRL weighs each vLLM completion by one importance weight (its defaults in trl 1.16: correction on,
     sequence_mask)."""
     return bool(grpo.get("use_vllm")) and grpo.get("vllm_importance_sampling_correction", True) is not False and \
-        grpo.get("vllm_importance_sampling_mode", "sequence_mask") in ("sequence_mask", "sequence_truncate")
+        grpo.get("vllm_importance_sampling_mode", "sequence_mask") in SEQUENCE_IMPORTANCE_MODES
 
 
 def _group_scaled(grpo: dict[str, Any]) -> bool:
