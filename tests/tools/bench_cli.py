@@ -91,10 +91,15 @@ def time_command(args: list[str], env: dict[str, str], runs: int) -> list[float]
     return times
 
 
-def bench(project: Path, db: Path, runs: int) -> dict[str, list[float]]:
+def command_env(project: Path, db: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HYPOTRACK_")}
     env.update(HYPOTRACK_PROJECT=str(project), HYPOTRACK_DB=str(db), COLUMNS="200",
                HYPOTRACK_CACHE=str(db.parent / "cache"))
+    return env
+
+
+def bench(project: Path, db: Path, runs: int) -> dict[str, list[float]]:
+    env = command_env(project, db)
     time_command(["status"], env, 1)  # writes the .pyc files; a user's install has them too
     return {"status": time_command(["status"], env, runs), "--help": time_command(["--help"], env, runs)}
 
@@ -104,12 +109,19 @@ FLOOR = "import click, pydantic, yaml, sqlalchemy, rich.table, rich.console"
 
 
 def floor_times(runs: int) -> list[float]:
-    """Wall times of a bare Python importing the floor, measured in the same conditions as the commands."""
+    """Wall times of a bare Python importing the floor, measured in the same conditions as the commands;
+    its CPU times go to CPU_TIMES["floor"]."""
+    import resource
+
     times = []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         began = time.perf_counter()
         subprocess.run([sys.executable, "-c", FLOOR], capture_output=True, check=True)
         times.append(time.perf_counter() - began)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        CPU_TIMES.setdefault("floor", []).append(
+            (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
     return times
 
 
