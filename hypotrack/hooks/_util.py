@@ -27,6 +27,34 @@ def masked_max(x: torch.Tensor, mask: torch.Tensor) -> float:
     return f(x[m].max()) if m.any() else 0.0
 
 
+def loss_bearing_mask(batch: Any) -> torch.Tensor:
+    """The completion tokens the loss reads, as 0/1 floats: TRL's completion mask, less the tool outputs its
+    tool mask takes out of the loss."""
+    mask = batch.completion_mask.detach().float()
+    if batch.tool_mask is not None:
+        mask = mask * batch.tool_mask.detach().float().to(mask.device)
+    return mask
+
+
+def sampling_log_ratio(batch: Any) -> torch.Tensor | None:
+    """The trainer's logprob less the generator's (TRL's `old_per_token_logps - sampling_per_token_logps`, the
+    log of each token's importance weight) at every position; None where the generator reported no logprobs
+    (Hugging Face generation). Read it under `loss_bearing_mask`."""
+    if batch.sampling_per_token_logps is None or batch.old_per_token_logps is None:
+        return None
+    old = batch.old_per_token_logps.detach().float()
+    return old - batch.sampling_per_token_logps.detach().float().to(old.device)
+
+
+def sampling_gap(batch: Any) -> torch.Tensor | None:
+    """|trainer logprob - generator logprob| of every loss-bearing token, flat (empty where none bears the
+    loss); None where the generator reported no logprobs."""
+    ratio = sampling_log_ratio(batch)
+    if ratio is None:
+        return None
+    return ratio.abs()[loss_bearing_mask(batch).to(ratio.device).bool()]
+
+
 def layer_of(name: str) -> str:
     """'layer_<i>' for parameters inside a numbered block, 'embed' for embeddings/lm head, else 'other'."""
     m = _LAYER_RE.search(name)

@@ -48,21 +48,18 @@ class ImportanceWeightsHook(DiagnosticHook):
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
         import torch
 
-        from hypotrack.hooks._util import masked_mean
+        from hypotrack.hooks._util import loss_bearing_mask, masked_mean, sampling_log_ratio
 
-        applied, old = batch.importance_sampling_ratio, batch.old_per_token_logps
-        sampling = batch.sampling_per_token_logps
-        if applied is None or old is None or sampling is None or not batch.completion_mask.numel():
+        applied, log_ratio = batch.importance_sampling_ratio, sampling_log_ratio(batch)
+        if applied is None or log_ratio is None or not batch.completion_mask.numel():
             return {}
-        mask = batch.completion_mask.detach().float().cpu()
-        if batch.tool_mask is not None:
-            mask = mask * batch.tool_mask.detach().float().cpu()
+        mask = loss_bearing_mask(batch).cpu()
         tokens = mask.sum(dim=1)
         rows = tokens > 0
         if not bool(rows.any()):
             return {}
         # TRL's own log-ratio: a token whose vLLM logprob is missing (NaN) counts as no difference
-        diff = torch.nan_to_num((old.detach().float().cpu() - sampling.detach().float().cpu()) * mask, nan=0.0)
+        diff = torch.nan_to_num(log_ratio.cpu() * mask, nan=0.0)
         applied = applied.detach().float().cpu()
         sequence_level = applied.dim() == 2 and applied.shape[1] == 1 and mask.shape[1] != 1
         if sequence_level:

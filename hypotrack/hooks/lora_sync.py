@@ -290,23 +290,20 @@ class LoraSyncHook(DiagnosticHook):
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
         import torch
 
-        from hypotrack.hooks._util import f
+        from hypotrack.hooks._util import f, loss_bearing_mask, sampling_gap
 
         cap, self._cap = self._cap, None
         self._n_rollouts += 1
         out: dict[str, float] = self._served_reading()
-        vllm_gap = batch.sampling_per_token_logps is not None and batch.old_per_token_logps is not None
-        if not vllm_gap and (cap is None or self._model is None):
+        vllm_gap = sampling_gap(batch)
+        if vllm_gap is None and (cap is None or self._model is None):
             self._arm()  # not a measured rollout and no sampling logps: nothing to compute
             return out
         try:
-            mask = batch.completion_mask.detach().bool()
-            if batch.tool_mask is not None:
-                mask = mask & batch.tool_mask.detach().bool()
-            if vllm_gap:
-                d = (batch.sampling_per_token_logps.detach().float() - batch.old_per_token_logps.detach().float()).abs()
-                d = d[mask]
-                out.update(logp_gap_mean=f(d.mean()) if d.numel() else 0.0, logp_gap_max=f(d.max()) if d.numel() else 0.0)
+            mask = loss_bearing_mask(batch).bool()
+            if vllm_gap is not None:
+                out.update(logp_gap_mean=f(vllm_gap.mean()) if vllm_gap.numel() else 0.0,
+                           logp_gap_max=f(vllm_gap.max()) if vllm_gap.numel() else 0.0)
                 out["logp_gap_source"] = 1.0
             if cap is None or self._model is None:
                 return out

@@ -198,7 +198,7 @@ class SamplingParityHook(DiagnosticHook):
     def _served_precision(self, batch: RolloutBatch) -> dict[str, float]:
         """vLLM's served dtype against the trainer's, and its logprob gap to the trainer's; {} without vLLM."""
         from hypotrack.hooks._generator import served_generator
-        from hypotrack.hooks._util import f, unwrap
+        from hypotrack.hooks._util import f, sampling_gap, unwrap
 
         if self._generator is False:  # looked for once: TRL builds its generator with the trainer
             self._generator = served_generator(self._trainer)
@@ -207,12 +207,9 @@ class SamplingParityHook(DiagnosticHook):
         trainer_dtype = next(unwrap(self._trainer.model).parameters()).dtype
         differs = self._generator.dtype != trainer_dtype
         out = {"generator_dtype_differs": float(differs)}
-        if batch.sampling_per_token_logps is not None and batch.old_per_token_logps is not None:
-            mask = batch.completion_mask.detach().bool()
-            gap = (batch.sampling_per_token_logps.detach().float() - batch.old_per_token_logps.detach().float()).abs()
-            gap = gap[mask]
-            if gap.numel():
-                out.update(generator_gap_mean=f(gap.mean()), generator_gap_max=f(gap.max()))
+        gap = sampling_gap(batch)
+        if gap is not None and gap.numel():
+            out.update(generator_gap_mean=f(gap.mean()), generator_gap_max=f(gap.max()))
         return out
 
     def _served_transforms(self, batch: RolloutBatch) -> tuple[dict[Any, list[Any]], list[Any]]:
