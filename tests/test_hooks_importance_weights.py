@@ -74,6 +74,21 @@ def test_without_vllms_correction_the_hook_says_nothing():
     assert ImportanceWeightsHook().on_rollout(batch, 0) == {}
 
 
+def test_the_generator_gap_every_vllm_hook_reads_leaves_tool_outputs_and_padding_out():
+    """hooks/_util.sampling_gap: what sampling_parity, lora_sync and importance_weights read as the generator's gap."""
+    from hypotrack.hooks._util import sampling_gap, sampling_log_ratio
+
+    batch = rollout(4, 0.0, "sequence_mask", rows=2)
+    batch.sampling_per_token_logps = torch.zeros(2, 4)
+    batch.old_per_token_logps = torch.tensor([[-0.1, -0.2, -5.0, -9.0], [0.3, -0.4, -7.0, -0.5]])
+    batch.completion_mask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]])  # the first row padded after 3 tokens
+    batch.tool_mask = torch.tensor([[1, 1, 0, 1], [1, 1, 0, 1]])  # the third token of each row a tool's output
+    assert sorted(sampling_gap(batch).tolist()) == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5])
+    assert sampling_log_ratio(batch)[1, 0].item() == pytest.approx(0.3)  # the trainer's logprob less vLLM's
+    batch.sampling_per_token_logps = None  # Hugging Face generation reports no logprobs of its own
+    assert sampling_gap(batch) is None and sampling_log_ratio(batch) is None
+
+
 def _ranked(folder, ratio: float):
     """Triage of a flat 40-step run in TRL 1.16's trainer_state.json, with vLLM generating ~300-token completions."""
     from hypotrack.triage.api import triage
