@@ -29,16 +29,23 @@ def test_import_does_not_pull_torch():
 
 
 def test_tokenizer_round_trip(tmp_path):
+    """Saved beside the toy's Qwen2 config, as the toy cache holds it: transformers 5.24 and later then load it as
+    Qwen2Tokenizer, which must read every character (spaces and newlines too) as the toy lab encodes it."""
     from transformers import AutoTokenizer
 
-    from hypotrack.toy.tokenizer import save_tokenizer
+    from hypotrack.toy.model import build_config
+    from hypotrack.toy.tokenizer import CHARS, SPECIALS, build_tokenizer, save_tokenizer
 
-    save_tokenizer(tmp_path)
+    built = save_tokenizer(tmp_path)
+    build_config(built).save_pretrained(tmp_path)
     tok = AutoTokenizer.from_pretrained(tmp_path)
     text = "[1] ab3 is in cd4.\nQ: 12+7=?"
     ids = tok(text)["input_ids"]
     assert ids[0] == tok.bos_token_id
+    assert ids[1:] == [len(SPECIALS) + CHARS.index(c) for c in text]  # one token per character, ids as ever
     assert tok.decode(ids, skip_special_tokens=True) == text
+    prompts = list(lab.load_dataset("musique-mini", 20, 0)["prompt"]) + list(lab.load_dataset("arith", 20, 0)["prompt"])
+    assert all(tok(p)["input_ids"] == build_tokenizer()(p)["input_ids"] for p in prompts)
     assert tok.pad_token_id != tok.eos_token_id
     assert tok.padding_side == "left"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 # Bump when anything that changes the built weights changes (recipe, tasks, model, tokenizer):
 # the version is part of the cache path, so old builds are simply ignored.
-VERSION = "ws9"
+VERSION = "ws10"
 
 # Per-task supervised recipe. Few steps on purpose: the model must stay imperfect.
 # musique-mini: the reading skill emerges between 150 and 175 steps (before that the model names one
