@@ -269,3 +269,24 @@ def test_10_a_flat_run_whose_policy_barely_moves_is_named(hypotheses):
     assert [e.id for e in report.suspects()][:1] == ["h26"], report.ranking_record()
     assert "Updates too small to move the policy" in report.progress.sentence()
     assert report.as_json()["progress"]["verdict"] == "updates too small to move the policy"
+
+
+def test_9_a_terminal_capture_pasted_into_markdown_is_read_as_its_console_log(hypotheses):
+    """trl_DAPO keeps its run as a terminal capture in a Markdown file (run_terminal.md): TRL's dict lines among
+    tqdm bars and notes, which triage reads as the console log they are."""
+    report = triage(str(corpus("trldapo__qwen25vl3b_aokvqa")), hypotheses)
+    assert report.kind == "console" and report.steps == 18
+    assert "mc_idx_reward" in report.reward_functions and report.progress.state != "unknown"
+
+
+def test_9_a_hand_written_loops_wrapped_names_are_read_and_its_rows_are_not_step_1(hypotheses):
+    """RL_GRPO's grpo_metrics.json: lists named rewards_avg, accuracies_avg and kl_avg (20-step moving averages,
+    one every 10 steps, no step numbers). Read as the reward, an accuracy reward and the KL; the first row averages
+    many steps, so its KL above 0 does not say the reference is another model (h18)."""
+    report = triage(str(corpus("rlgrpo__arith_3000st_inner5")), hypotheses)
+    assert report.renamed["rewards_avg"] == "reward" and report.renamed["kl_avg"] == "kl"
+    assert report.renamed["accuracies_avg"] == "rewards/accuracy/mean" and report.reward_functions == ["accuracy"]
+    assert report.progress.state == "learning", report.progress.sentence()  # accuracy 0.53 -> 0.65 by quarter
+    assert not report.suspects(), report.ranking_record()
+    h18 = next(e for e in report.ranking if e.id == "h18")
+    assert not h18.supporting(), [r.shows for r in h18.supporting()]

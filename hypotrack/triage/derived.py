@@ -12,7 +12,7 @@ import statistics
 
 from .progress import STILL, Progress
 from .roles import Roles
-from .runlog import Points, RunLog
+from .runlog import STEPS_ASSUMED, Points, RunLog
 
 # A reward whose steps' binary_spread has at least this median is read as a 0/1 reward.
 BINARY_MEDIAN = 0.9
@@ -27,8 +27,6 @@ KL_FIT_MIN = 0.5
 COMPLETION_CV_MIN = 0.01
 # kl/early_rise reads this many first logged rows.
 EARLY_ROWS = 3
-# A reader that could not tell the logged steps' numbers (a console log without them) sets this param.
-STEPS_ASSUMED = "steps_assumed"
 # Below this kl a tied step's loss / kl is float32 noise over noise.
 KL_EXACT_MIN = 1e-6
 

@@ -56,6 +56,15 @@ OTHER_TRAINERS = {
     "avg_response_token_length": "completions/mean_length",
     "lr": "learning_rate",
 }
+# Hand-written loops also wrap a quantity's name in the statistic they logged of it and in their split (rewards_avg,
+# train_accuracies_avg, mean_kl): the quantity underneath, singular, is what triage reads. An accuracy or a
+# correctness is a reward function of the run's own, the task's by its name (roles.py).
+HAND_WRITTEN_QUANTITIES = {
+    "reward": "reward", "kl": "kl", "entropy": "entropy", "grad_norm": "grad_norm", "loss": "loss",
+    "accuracy": "rewards/accuracy/mean", "correct": "rewards/correct/mean", "correctness": "rewards/correctness/mean",
+}
+HAND_WRITTEN_WRAPPERS = (("train_", ""), ("avg_", ""), ("mean_", ""), ("", "_avg"), ("", "_mean"))
+PLURALS = {"rewards": "reward", "accuracies": "accuracy"}
 # Keys whose quantity TRL logs in another form: the key -> (TRL's name, the conversion). Tinker logs the share of
 # groups whose completions scored differently (frac_mixed); TRL the share whose rewards all tied.
 CONVERTED = {
@@ -86,6 +95,8 @@ def canonical_name(raw: str) -> str | None:
     if name in CONVERTED:
         return CONVERTED[name][0]
     name = RENAMED.get(name, OTHER_TRAINERS.get(name, name))
+    if name not in KNOWN and "/" not in name:
+        name = _hand_written(name) or name
     if name.startswith(DIAGNOSTICS_PREFIX):  # hypotrack's hooks, in a run they watched (hypotrack.watch)
         return name
     if name.startswith("rewards/"):
@@ -96,6 +107,15 @@ def canonical_name(raw: str) -> str | None:
             return name
         return None
     return name if name in KNOWN else None
+
+
+def _hand_written(name: str) -> str | None:
+    """The quantity a hand-written loop's key logs (rewards_avg: reward), or None when it names none triage reads."""
+    bare = name.lower()
+    for prefix, suffix in HAND_WRITTEN_WRAPPERS:
+        if bare.startswith(prefix) and bare.endswith(suffix) and len(bare) > len(prefix) + len(suffix):
+            bare = bare[len(prefix):len(bare) - len(suffix)]
+    return HAND_WRITTEN_QUANTITIES.get(PLURALS.get(bare, bare))
 
 
 @dataclass

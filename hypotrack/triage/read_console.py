@@ -24,7 +24,7 @@ from pathlib import Path
 from hypotrack.errors import HypotrackError
 
 from .keys import EVAL_PREFIXES
-from .runlog import RunLog
+from .runlog import STEPS_ASSUMED, RunLog
 from .values import STEP_KEYS, decode_text, non_empty, number
 
 # A tqdm bar's position: "  5/100 [00:10<03:10, ...]".
@@ -176,7 +176,7 @@ def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> No
         every, how = _logging_interval(entries, logging_steps)
         steps = [every * (i + 1) for i in range(len(entries))]
         if how == "assumed":
-            log.params["steps_assumed"] = "1"  # the first row may cover several steps: derived.py reads no step 1
+            log.params[STEPS_ASSUMED] = "1"
         else:
             log.params["logging_steps"] = str(every)
         log.said.append(f"the console log's {len(entries)} logged steps carry no step number the progress bar pins "

@@ -12,6 +12,9 @@ BOOKKEEPING = frozenset({"epoch", "step"})
 # Non-finite values at no more than this share of a metric's logged steps, followed by finite ones, are skipped
 # steps rather than a divergence.
 ISOLATED_SHARE = 0.05
+# The param a reader sets when the log carried no step numbers and it numbered the rows itself: the first row may
+# cover several steps (or a moving average of them), so nothing is read as the run's step 1.
+STEPS_ASSUMED = "steps_assumed"
 
 
 @dataclass

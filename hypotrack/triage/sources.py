@@ -29,7 +29,7 @@ from .read_csv import read_csv
 from .read_jsonl import read_records
 from .read_state import STATE_FILE, is_trainer_state, load_json, read_trainer_state
 from .read_tensorboard import event_files, is_event_file, read_tensorboard
-from .runlog import RunLog
+from .runlog import STEPS_ASSUMED, RunLog
 from .training_args import ARGS_FILE, settings
 from .values import non_empty
 
@@ -44,6 +44,9 @@ NOT_METRICS = {
     ".yaml": "a configuration file", ".yml": "a configuration file", ".toml": "a configuration file",
     ".py": "a Python script", ".ipynb": "a notebook", ".parquet": "a Parquet table", ".md": "a Markdown text",
 }
+# Text files that are not logs by their kind, yet where users paste a run's console output (notes of the run with its
+# terminal capture): read as that console log when they hold one.
+PASTED_LOGS = {".md"}
 WHAT_TO_PASS = ("pass the run's trainer_state.json (or its output folder), its TensorBoard event files, the console "
                 "log its Trainer printed, a tracker's CSV export, or an MLflow run id")
 
@@ -139,7 +142,8 @@ def _read_file(path: Path) -> list[RunLog]:
     if suffix in (".csv", ".tsv"):
         return read_csv(path)
     head = _head(path)
-    if suffix in NOT_METRICS or _binary(head):
+    pasted_log = suffix in PASTED_LOGS and looks_like_console(path.read_bytes().decode("utf-8", errors="replace"))
+    if (suffix in NOT_METRICS and not pasted_log) or _binary(head):
         what = NOT_METRICS.get(suffix, "a binary file")
         raise HypotrackError(f"{path}: {what}, not a log of the run's metrics; {WHAT_TO_PASS}")
     if suffix == ".json" or head.lstrip().startswith((b"{", b"[")):
@@ -200,6 +204,7 @@ def _one_record_file(path: Path, content: dict) -> RunLog:
         for key, values in lists.items():
             for step, value in enumerate(values, start=1):
                 log.add(key, step, value)
+        log.params[STEPS_ASSUMED] = "1"
         log.said.append(f"{path.name} holds one list of values per metric, without steps: read as steps 1, 2, ...")
         return non_empty(log.sort())
     return read_records(path, [content])
