@@ -5,7 +5,8 @@ settings, lora, rewards, reward_weights, data.size); tests/test_toy_lab.py check
 Plain dicts of GRPOConfig field names so any runner can splat them: GRPOConfig(**GRPO_SETTINGS[task]).
 Target: baseline reward (first 5 steps) in 0.25-0.75 and +0.10 after 100 steps for seeds 0, 1, 2,
 with LoRA (the default) and reward = 1.0 * correct + 0.1 * format.
-STATUS (warm start ws9, whose weights ws10 keeps (it respells the tokenizer, same ids): arith 550 steps, musique-mini 180 steps; LoRA r=8, 4 generations, dapo):
+STATUS (warm start ws9, whose weights ws10 keeps: it only respells the tokenizer, same ids; arith 550 steps,
+musique-mini 180 steps; LoRA r=8, 4 generations, dapo):
 arith, batch 64 (16 prompts x 4), lr 5e-3: MET 3/3 - baselines 0.684/0.702/0.706,
   deltas +0.165/+0.110/+0.100; ~0.1 s per step. Reproducible run to run. Seeds 3-5 also pass
   (+0.168/+0.113/+0.187), seed 6 does not (+0.089): the tiny model tops out near 0.85.
