@@ -206,14 +206,20 @@ def score(rows: list[Row], tool: str) -> Score:
     return s
 
 
+def as_cell(text: str) -> str:
+    """Text as one Markdown table cell: a pipe would end the cell, and brackets quoted from a log ("Epoch:[1/1](n/N)")
+    would read as a link."""
+    return text.replace("|", "/").replace("[", "\\[").replace("]", "\\]")
+
+
 def cell(reading: Reading | None) -> str:
     if reading is None:
         return "not installed"
     if not reading.readable:
-        return f"unreadable: {reading.note}".replace("|", "/")
+        return as_cell(f"unreadable: {reading.note}")
     text = ", ".join(reading.suspects) or "no suspect"
     if reading.verdict:
-        text = f"{reading.verdict.replace('|', '/')[:120]}; {text}"
+        text = f"{as_cell(reading.verdict[:120])}; {text}"
     return text
 
 
@@ -250,8 +256,8 @@ def render(rows: list[Row], title: str) -> str:
                 "| --- | --- | --- | --- | --- | --- | --- |"]
         for r in (r for r in rows if r.entry["half"] == half):
             e, label = r.entry, r.entry["label"]
-            out.append(f"| {e['slug']} | {e['repository']} | {e['format'].replace('|', '/')} | {label['outcome']}, {label['cause']} | "
-                       f"{label['curves'].replace('|', '/')} | {cell(r.hypotrack)} | {cell(r.rldoctor)} |")
+            out.append(f"| {e['slug']} | {e['repository']} | {as_cell(e['format'])} | {label['outcome']}, {label['cause']} | "
+                       f"{as_cell(label['curves'])} | {cell(r.hypotrack)} | {cell(r.rldoctor)} |")
         out.append("")
     return "\n".join(out)
 
