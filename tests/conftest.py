@@ -167,12 +167,23 @@ def registry_dump():
     return dump_sqlite
 
 
+def _toy_cache_path(tmp_path_factory) -> Path:
+    shared = os.environ.get("HYPOTRACK_TEST_TOY_CACHE")
+    return Path(shared) if shared else tmp_path_factory.getbasetemp() / "toy-cache"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _tests_never_build_in_the_users_cache(tmp_path_factory) -> None:
+    """A test that builds a toy model in its own process (to hand a user's script the model's folder) builds it in
+    the session's toy cache, the one its hypotrack runs read, never in the user's ~/.cache/hypotrack."""
+    os.environ["HYPOTRACK_CACHE"] = str(_toy_cache_path(tmp_path_factory))
+
+
 @pytest.fixture(scope="session")
 def toy_cache(tmp_path_factory) -> Path:
     """One toy-lab warm start per test session, in a private cache (never the user's); CI's steps share one
     (HYPOTRACK_TEST_TOY_CACHE, set by .ci/run), since each would otherwise build the same models again."""
-    shared = os.environ.get("HYPOTRACK_TEST_TOY_CACHE")
-    cache = Path(shared) if shared else tmp_path_factory.getbasetemp() / "toy-cache"
+    cache = _toy_cache_path(tmp_path_factory)
     env = {**os.environ, "HYPOTRACK_CACHE": str(cache)}
     subprocess.run([sys.executable, "-c", "from hypotrack.toy.lab import ensure_model; ensure_model('arith')"],
                    env=env, check=True, timeout=600)
