@@ -50,6 +50,7 @@ def test_a_small_gap_summed_over_long_completions_drops_them_and_the_per_token_m
     # e^(0.01 x 300) = e^3 > the cap of 3: every completion masked whole
     assert out["sequence_level"] == 1.0 and out["dropped_share"] == 1.0 and out["weight_off_share"] == 1.0
     assert out["per_token_weight_off_share"] == 0.0  # e^0.01 per token
+    assert out["sum_only_off_share"] == 1.0  # the sum alone moved every one
     assert out["token_gap_mean"] == pytest.approx(0.01, rel=0.05) and out["length_mean"] == 300
     shrunk = ImportanceWeightsHook().on_rollout(rollout(300, -0.005, "sequence_truncate"), 0)
     assert shrunk["weight_mean"] == pytest.approx(0.22, abs=0.02) and shrunk["weight_off_share"] == 1.0
@@ -66,6 +67,7 @@ def test_short_completions_or_token_level_weights_stay_near_1():
 def test_a_large_gap_per_token_is_not_the_sums_doing():
     out = ImportanceWeightsHook().on_rollout(rollout(40, 0.5, "sequence_mask"), 0)  # a stale generator's gap (h06)
     assert out["weight_off_share"] == 1.0 and out["per_token_weight_off_share"] == 1.0
+    assert out["sum_only_off_share"] == 0.0
 
 
 def test_without_vllms_correction_the_hook_says_nothing():

@@ -41,18 +41,22 @@ def test_each_vllm_fault_validates_its_own_hypothesis_and_the_clean_run_none(
     # a top-p cut: vLLM's logprobs are renormalised over the kept tokens, which the trainer's forward, cut the same
     # way, reproduces; the transform that closes the gap is the cut (3), and without a cut there is none
     transform = "diag/sampling_parity/generator_transform_gap_mean"
-    assert max(series["truncated_sampling_support"][transform]) > 0.01
+    # above h14's threshold (1e-3); its size follows how sure the toy is of its tokens, which follows the machine that
+    # warm-started it (0.02 on one, 0.0023 on another)
+    assert max(series["truncated_sampling_support"][transform]) > 1e-3
     assert max(series["truncated_sampling_support"]["diag/sampling_parity/generator_closing_transform"]) == 3.0
     assert max(series["clean"][transform]) < 1e-4
     # TRL's own importance weights (its default sequence_mask: one weight per completion): 1 on the clean run, since
-    # vLLM serves what the trainer scores; a top-p cut's log(kept mass) is a gap per token, which summed over the toy's
-    # 3-token completions leaves every weight within [0.8, 1.25] (h27 ruled out)
+    # vLLM serves what the trainer scores; a top-p cut's log(kept mass) is a gap per token of its own, so any weight it
+    # moves out of [0.8, 1.25] is the cut's doing (h14's), never the sum's alone (h27 ruled out)
     weights = "diag/importance_weights/"
     assert min(series["clean"][weights + "sequence_level"]) == 1.0
     assert max(series["clean"][weights + "weight_off_share"]) == 0.0
     assert abs(max(series["clean"][weights + "weight_mean"]) - 1.0) < 1e-3
     assert max(series["truncated_sampling_support"][weights + "token_gap_mean"]) > 0.01
-    assert max(series["truncated_sampling_support"][weights + "weight_off_share"]) <= 0.05
+    assert max(series["truncated_sampling_support"][weights + "sum_only_off_share"]) == 0.0
+    assert max(series["truncated_sampling_support"][weights + "per_token_weight_off_share"]) >= max(
+        series["truncated_sampling_support"][weights + "weight_off_share"])
 
 
 @pytest.mark.vllm

@@ -23,8 +23,10 @@ tokens:
   more than a quarter, or dropped.
 - `per_token_weight_off_share`: completions whose mean log-ratio per token is beyond 0.05 nats (the weight
   exp(mean log-ratio) outside [0.951, 1.051]): near 0 while the gap per token is small, whatever the length.
-  A high `weight_off_share` with a low `per_token_weight_off_share` is the sum's doing; a gap per token
-  beyond that is the engine's or a sampling transform's (h06, h14), which the sum only compounds.
+  A gap per token beyond that is the engine's or a sampling transform's (h06, h14), which the sum only compounds.
+- `sum_only_off_share`: completions whose applied weight is outside [0.8, 1.25] while their mean log-ratio per
+  token is within 0.05 nats: the ones the sum alone moved (h27's own mechanism). On completions of 4 tokens or
+  fewer it is 0 by arithmetic (4 x 0.05 nats stays inside the band).
 - `token_gap_mean`: |trainer - vLLM| logprob per completion token (TRL's sampling_logp_difference);
   `length_mean`: completion tokens.
 """
@@ -43,7 +45,7 @@ class ImportanceWeightsHook(DiagnosticHook):
     description = ("h27: the importance weights TRL gives vLLM's completions, and whether summing the per-token "
                    "log-ratios (its sequence modes) rather than the gap itself moves them off 1")
     metrics = ("sequence_level", "weight_mean", "dropped_share", "weight_off_share", "per_token_weight_off_share",
-               "token_gap_mean", "length_mean")
+               "sum_only_off_share", "token_gap_mean", "length_mean")
 
     def on_rollout(self, batch: RolloutBatch, step: int) -> dict[str, float]:
         import torch
@@ -69,12 +71,14 @@ class ImportanceWeightsHook(DiagnosticHook):
         per_token_gap = diff.sum(dim=1) / tokens.clamp(min=1.0)
         low, high = WEIGHT_BAND
         weight, per_token_gap, tokens = weight[rows], per_token_gap[rows], tokens[rows]
+        off, token_off = (weight < low) | (weight > high), per_token_gap.abs() > TOKEN_GAP
         return {
             "sequence_level": float(sequence_level),
             "weight_mean": float(weight.mean()),
             "dropped_share": float((weight == 0).float().mean()),
-            "weight_off_share": float(((weight < low) | (weight > high)).float().mean()),
-            "per_token_weight_off_share": float((per_token_gap.abs() > TOKEN_GAP).float().mean()),
+            "weight_off_share": float(off.float().mean()),
+            "per_token_weight_off_share": float(token_off.float().mean()),
+            "sum_only_off_share": float((off & ~token_off).float().mean()),
             "token_gap_mean": masked_mean(diff.abs(), mask),
             "length_mean": float(tokens.mean()),
         }
