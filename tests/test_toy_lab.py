@@ -5,6 +5,7 @@ import pytest
 
 from hypotrack.toy import lab, warmstart
 from hypotrack.toy.arith import arith_correct
+from hypotrack.toy.letters import LENGTH, letters_share
 from hypotrack.toy.musique_mini import musique_correct
 
 
@@ -96,6 +97,15 @@ def test_arith_reward():
 
 def test_musique_reward():
     assert musique_correct(["Avo", " Avo.", "Bel", "", "avo"], ["Avo"] * 5) == [1.0, 1.0, 0.0, 0.0, 0.0]
+
+
+def test_letters_reward_is_the_share_of_the_letter_asked_over_the_full_length():
+    assert letters_share(["k" * LENGTH, "k" * (LENGTH // 2), "kx" * LENGTH, "x" * LENGTH], ["k"] * 4) == [
+        1.0, 0.5, 0.5, 0.0]
+    ds = lab.load_dataset("letters", 50, 0)
+    assert {len(p) for p in ds["prompt"]} != {len(ds["prompt"][0])}  # prompts vary in length, as real ones do
+    assert all(len(c) == LENGTH and 0.1 < letters_share([c], [a])[0] < 0.6
+               for c, a in zip(ds["completion"], ds["answer"]))
 
 
 def test_reward_paths_resolve():

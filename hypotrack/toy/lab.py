@@ -4,15 +4,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-TASKS = ("arith", "musique-mini")
+TASKS = ("arith", "musique-mini", "letters")
 MODEL_PREFIX = "toy:"  # a model named "toy:<name>" is one of the toy lab's warm-started models
 # The toy models by name, each with the task it was warm-started on: a task's name is its base model;
-# arith-wide is the arith model at the width vLLM's CPU attention can serve (toy/model.py).
-MODELS = {"arith": "arith", "musique-mini": "musique-mini", "arith-wide": "arith"}
+# arith-wide is the arith model at the width vLLM's CPU attention can serve (toy/model.py); letters-wide is letters
+# at that width (letters is the lab's task of long, uncertain completions, which only vLLM's runs need).
+MODELS = {"arith": "arith", "musique-mini": "musique-mini", "arith-wide": "arith", "letters-wide": "letters"}
 
 _REWARDS = {
     "arith": ["hypotrack.toy.rewards:arith_correct"],
     "musique-mini": ["hypotrack.toy.rewards:musique_correct"],
+    "letters": ["hypotrack.toy.rewards:letters_share"],
 }
 
 
@@ -78,6 +80,8 @@ def load_dataset(task: str, n: int, seed: int):
     _check(task)
     if task == "arith":
         from .arith import build_dataset
+    elif task == "letters":
+        from .letters import build_dataset
     else:
         from .musique_mini import build_dataset
     return build_dataset(n, seed)

@@ -28,7 +28,17 @@ RECIPES = {
     "arith": dict(steps=550, batch_size=64, lr=3e-3, n_train=20000),
     "musique-mini": dict(steps=180, batch_size=32, lr=3e-3, n_train=20000, short=True),
     "arith-wide": dict(task="arith", architecture="wide", steps=1100, batch_size=64, lr=1.5e-3, n_train=20000),
+    # letters-wide learns its completions' letter shares and their length (letters.py): its target is the dataset's
+    # column of warm-start completions, not the letter asked. Its letters' logits are held near LOGIT_LEVEL, where a
+    # real model's top logits sit: bfloat16's spacing there is 0.125, so a trainer and a vLLM engine that each round
+    # them disagree by about 0.01 nats a token, as on real models (trl#5814: 0.012). A toy model left to itself puts
+    # them near 2, where the same rounding costs 0.002. The offset is the same for every letter, so it changes no
+    # probability; its output layer is its own, since an offset shared through tied embeddings makes every input
+    # token look alike and the model never learns which letter was asked.
+    "letters-wide": dict(task="letters", architecture="wide", steps=450, batch_size=32, lr=3e-3, n_train=20000,
+                         target="completion", untied=True, logit_level=24.0),
 }
+LOGIT_LEVEL_WEIGHT = 0.01  # the warm start's pull of the letters' mean logit toward a recipe's logit_level
 DATA_SEED_OFFSET = 1000  # warm-start rows come from a different seed than GRPO rows
 
 
@@ -74,14 +84,15 @@ def train(name: str, seed: int = 0, steps: int | None = None, log_every: int = 0
     task = recipe.get("task", name)
     steps = recipe["steps"] if steps is None else steps
     tokenizer = build_tokenizer()
-    model = build_model(tokenizer, seed=seed, architecture=recipe.get("architecture", "base"))
+    model = build_model(tokenizer, seed=seed, architecture=recipe.get("architecture", "base"),
+                        **({"tie_word_embeddings": False} if recipe.get("untied") else {}))
     if recipe.get("short"):  # musique-mini: filler-free rows teach the same skill ~3x cheaper
         from .musique_mini import build_dataset
 
         data = build_dataset(recipe["n_train"], seed + DATA_SEED_OFFSET, short=True)
     else:
         data = lab.load_dataset(task, recipe["n_train"], seed + DATA_SEED_OFFSET)
-    prompts, answers = list(data["prompt"]), list(data["answer"])
+    prompts, answers = list(data["prompt"]), list(data[recipe.get("target", "answer")])
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=recipe["lr"], weight_decay=0.0)
     model.train()
@@ -89,7 +100,10 @@ def train(name: str, seed: int = 0, steps: int | None = None, log_every: int = 0
         idx = torch.randint(len(prompts), (recipe["batch_size"],), generator=g).tolist()
         input_ids, attn, lab_ = _encode(tokenizer, [prompts[i] for i in idx], [answers[i] for i in idx],
                                           recipe.get("prompt_loss", False))
-        loss = model(input_ids=input_ids, attention_mask=attn, labels=lab_).loss
+        out = model(input_ids=input_ids, attention_mask=attn, labels=lab_)
+        loss = out.loss
+        if "logit_level" in recipe:
+            loss = loss + LOGIT_LEVEL_WEIGHT * (_letter_logit_mean(out.logits, lab_, tokenizer) - recipe["logit_level"]) ** 2
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -98,6 +112,14 @@ def train(name: str, seed: int = 0, steps: int | None = None, log_every: int = 0
             print(f"step {step} loss {loss.item():.3f}", flush=True)
     model.eval()
     return model, tokenizer
+
+
+def _letter_logit_mean(logits, labels, tokenizer):
+    """The mean logit of the lower-case letters at the positions the loss reads."""
+    import string
+
+    letters = tokenizer.convert_tokens_to_ids(list(string.ascii_lowercase))
+    return logits[:, :-1][labels[:, 1:] != -100][:, letters].mean()
 
 
 def build(name: str, seed: int = 0, cache_dir: str | Path | None = None) -> Path:
