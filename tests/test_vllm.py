@@ -17,7 +17,14 @@ from pathlib import Path
 import pytest
 from conftest import dump_sqlite
 from runner_support import cli, env_for
-from vllm_support import arm_readings, assert_decided, assert_treatment_repairs, control_series, selftest
+from vllm_support import (
+    LONG_DECIDED,
+    arm_readings,
+    assert_decided,
+    assert_treatment_repairs,
+    control_series,
+    selftest,
+)
 
 ROWS = ("clean", "generator_sync_skipped", "generator_precision_lowered", "truncated_sampling_support")
 
@@ -57,6 +64,31 @@ def test_each_vllm_fault_validates_its_own_hypothesis_and_the_clean_run_none(
     assert max(series["truncated_sampling_support"][weights + "sum_only_off_share"]) == 0.0
     assert max(series["truncated_sampling_support"][weights + "per_token_weight_off_share"]) >= max(
         series["truncated_sampling_support"][weights + "weight_off_share"])
+
+
+@pytest.mark.vllm
+def test_sequence_weights_on_long_completions_validate_h27_and_weighing_tokens_repairs_them(
+        tmp_path: Path, wide_cache: Path) -> None:
+    rows = ("clean", "sequence_importance_correction")
+    assert_decided(selftest(tmp_path, wide_cache, "toy_letters_vllm", rows), rows, LONG_DECIDED)
+    series = control_series(tmp_path / "st")
+    weights = "diag/importance_weights/"
+    # what decided it: a gap of about 0.015 nats a token, the same in both rows (two bfloat16 computations of one
+    # model), over completions of about 96 tokens; summed, it moves a third or more of the weights out of [0.8, 1.25]
+    for row in rows:
+        assert 0.003 < min(series[row][weights + "token_gap_mean"]) <= max(series[row][weights + "token_gap_mean"]) < 0.05
+        assert min(series[row][weights + "length_mean"]) > 50
+        assert max(series[row]["diag/sampling_parity/generator_dtype_differs"]) == 0.0
+    assert min(series["sequence_importance_correction"][weights + "sequence_level"]) == 1.0
+    assert sum(series["sequence_importance_correction"][weights + "sum_only_off_share"]) / len(
+        series["sequence_importance_correction"][weights + "sum_only_off_share"]) >= 0.2
+    assert max(series["clean"][weights + "weight_off_share"]) == 0.0
+    # h27's treatment weighs tokens: each token's weight stays within a few percent of 1
+    result = cli(["run", "h27", "--experiment", "toy_letters_vllm", "--plant", "sequence_importance_correction",
+                  "--seeds", "1", "--max-steps", "3"], env_for(tmp_path, wide_cache), tmp_path, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    readings = arm_readings(tmp_path / "outputs", "h27", weights + "weight_off_share")
+    assert max(readings["treatment"]) == 0.0 and min(readings["control"]) > 0.0, readings
 
 
 @pytest.mark.vllm

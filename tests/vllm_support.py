@@ -19,9 +19,9 @@ def selftest(tmp_path: Path, cache: Path, experiment: str, rows: tuple[str, ...]
 
 
 # what each row decides on h06, h14 and h27, in either mode: each fault its own hypothesis, the clean run none; h27
-# (TRL's importance weights summed over long completions) has no toy fault and is ruled out on every row: on 3-6-token
+# (TRL's importance weights summed over long completions) is ruled out on every row of the arith toy: on 3-6-token
 # completions the weights that leave [0.8, 1.25] are the ones a stale generator's or a sampling transform's own gap
-# per token moves
+# per token moves (its fault needs the letters toy's long completions, LONG_DECIDED)
 DECIDED = {"clean/h06": "invalidated", "clean/h14": "invalidated", "clean/h27": "invalidated",
            "generator_sync_skipped/h06": "validated", "generator_sync_skipped/h14": "inconclusive",
            "generator_sync_skipped/h27": "invalidated",
@@ -33,10 +33,20 @@ DECIDED = {"clean/h06": "invalidated", "clean/h14": "invalidated", "clean/h27": 
            "truncated_sampling_support/h27": "invalidated"}
 
 
-def assert_decided(report: dict, rows: tuple[str, ...]) -> None:
+# the same on toy_letters_vllm (long, uncertain completions; trainer and vLLM both in bfloat16, TRL weighing tokens):
+# TRL's default sequence-level weights planted make h27's case, and as declared h27 does not apply; h14 reads its
+# gap of about 0.015 nats a token, the two bfloat16 computations', but neither a dtype nor a sampling transform
+# that would explain it
+LONG_DECIDED = {"clean/h06": "invalidated", "clean/h14": "inconclusive", "clean/h27": "not_applicable",
+                "sequence_importance_correction/h06": "invalidated",
+                "sequence_importance_correction/h14": "inconclusive",
+                "sequence_importance_correction/h27": "validated"}
+
+
+def assert_decided(report: dict, rows: tuple[str, ...], decided: dict[str, str] = DECIDED) -> None:
     assert report["failures"] == {}, report["failures"]
     statuses = {cell: value["status"] for cell, value in report["cells"].items()}
-    assert statuses == {cell: status for cell, status in DECIDED.items() if cell.split("/")[0] in rows}, statuses
+    assert statuses == {cell: status for cell, status in decided.items() if cell.split("/")[0] in rows}, statuses
 
 
 def arm_readings(outputs: Path, hypothesis: str, metric: str) -> dict[str, list[float]]:

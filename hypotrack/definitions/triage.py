@@ -74,6 +74,9 @@ DERIVED_METRICS: dict[str, str] = {
                                   "when a prompt budget cuts them all",
     "kl/first_step": "the kl logged at step 1 alone, before any update (absent when the first logged row averages "
                      "several steps, logging_steps > 1): 0 when the reference is the starting policy",
+    "sampling/summed_weight_off": "1 at a step where a vLLM importance weight (TRL's importance_sampling_ratio min or "
+                                  "max) is outside [0.8, 1.25] and beyond the step's largest per-token gap "
+                                  "(sampling_logp_difference/max), so a completion's summed gap made it; else 0",
     "kl/early_rise": "run: the mean kl over the first three logged rows minus the first row's: how far the first "
                      "updates moved the policy (a KL already there at step 1 does not rise)",
     "kl/implied_coefficient": "run: the coefficient the logged kl enters the logged loss with: loss / kl at steps "

@@ -29,6 +29,8 @@ COMPLETION_CV_MIN = 0.01
 EARLY_ROWS = 3
 # Below this kl a tied step's loss / kl is float32 noise over noise.
 KL_EXACT_MIN = 1e-6
+# The band of importance weights that barely move a completion's gradient, [0.8, 1.25], as |log weight|.
+WEIGHT_BAND_LOG = math.log(1.25)
 
 
 def _by_step(log: RunLog, name: str) -> dict[int, float]:
@@ -54,6 +56,7 @@ def add_derived(log: RunLog, roles: Roles) -> None:
     _implied_kl_coefficient(log)
     _undercounted_ties(log)
     _learning_rate_spent(log)
+    _summed_weight_off(log)
     if roles.task is not None and not roles.auxiliary:
         _ties_over_independent(log, roles)
 
@@ -265,6 +268,23 @@ def _first_step_kl(log: RunLog) -> None:
     early = [value for _, value in points[:EARLY_ROWS]]
     if len(early) == EARLY_ROWS:
         _put(log, "kl/early_rise", [(_run_value(log), statistics.fmean(early) - first)])
+
+
+def _summed_weight_off(log: RunLog) -> None:
+    """Whether a step's vLLM importance weights reach outside [0.8, 1.25] further than one token's gap explains.
+
+    Weighing tokens, a weight is exp(one token's log-ratio), so none reaches beyond exp(+-the largest gap a token
+    had, sampling_logp_difference/max). A weight that does is a completion's, exp(the sum of its tokens' log-ratios):
+    1 at a step where such a weight is outside the band (a masked one is logged as 0), else 0."""
+    low, high = _by_step(log, "sampling/importance_sampling_ratio/min"), _by_step(
+        log, "sampling/importance_sampling_ratio/max")
+    gap = _by_step(log, "sampling/sampling_logp_difference/max")
+    points = []
+    for step in sorted(set(low) & set(high) & set(gap)):
+        reach = max(math.log(high[step]) if high[step] > 0 else 0.0,
+                    -math.log(low[step]) if low[step] > 0 else math.inf)
+        points.append((step, float(reach > max(gap[step], WEIGHT_BAND_LOG) + 1e-6)))
+    _put(log, "sampling/summed_weight_off", points)
 
 
 def _implied_kl_coefficient(log: RunLog) -> None:
