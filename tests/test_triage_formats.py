@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from hypotrack.errors import HypotrackError
-from hypotrack.triage.keys import canonical_name
+from hypotrack.triage.keys import canonical, canonical_name
 from hypotrack.triage.sources import read_runs, read_source
 from hypotrack.triage.training_args import read_training_args, settings
 
@@ -263,6 +263,44 @@ def test_a_hand_written_loops_progress_lines(tmp_path, line):
                                                 for s in range(1, 11)) + "  -> ckpt s10\n")
     log = read_source(str(path))
     assert log.kind == "console" and log.series["reward"][2] == (3, 0.06) and log.series["loss"][0] == (1, -0.01)
+
+
+def test_a_loops_lists_counts_and_abbreviations_are_read_as_their_values(tmp_path):
+    """A loop prints the group it just scored ([0, 1], or ['0.80', '0.01'] as strings), a count out of a total
+    (correct=3/4) and short names (avg_loss, acc): a list is its mean, its spread the step's reward_std, and a group
+    whose rewards are all the same is a tied one; a count is its share."""
+    path = tmp_path / "train.log"
+    lines = [f"[step {s}/8] correct={s % 3}/4 rewards=['0.80', '{0.8 if s % 2 else 0.0:.2f}', '0.80', '0.80'] "
+             f"avg_loss=-0.0{s} acc=0.{s}0 lr=1.00e-06 wasted=0" for s in range(1, 9)]
+    lines.append("[step 0009] SKIP rewards=[1,1] rollout=131s elapsed=131s")  # a skipped step prints its group too
+    path.write_text("\n".join(lines) + "\n")
+    log = read_source(str(path))
+    assert log.series["correct"][0] == (1, 0.25) and log.series["acc"][1] == (2, 0.2)
+    assert log.series["rewards"][0] == (1, 0.8) and log.series["rewards"][1] == (2, pytest.approx(0.6))
+    assert dict(log.series["frac_reward_zero_std"]) == {s: float(s % 2) for s in range(1, 10)}
+    assert dict(log.series["reward_std"])[1] == 0.0 and dict(log.series["reward_std"])[2] > 0.3
+    assert canonical_name("avg_loss") == "loss" and canonical_name("acc") == "rewards/accuracy/mean"
+
+
+def test_a_hand_written_loops_negative_kl_is_not_read_as_a_broken_kl(tmp_path):
+    """A loop may log the signed mean log-ratio (k1) as its kl, below 0 at some steps by noise; TRL's k3 never is.
+    A loop's kl is read on its mean over the run (below 0 on the whole: a wrong formula); TRL's on its lowest step."""
+    from hypotrack.triage.derived import _lowest_kl
+
+    def lowest(path, kls):
+        if path.suffix == ".log":
+            path.write_text("".join(f"step {s} loss=0.1 reward=0.{s} kl={kl}\n" for s, kl in enumerate(kls, 1)))
+        else:
+            path.write_text("".join(f"{{'loss': 0.1, 'reward': 0.{s}, 'kl': {kl}, 'epoch': {s / 10}}}\n"
+                                    for s, kl in enumerate(kls, 1)))
+        log = canonical(read_source(str(path))).log
+        _lowest_kl(log)
+        return log.series["kl/lowest"][0][1]
+
+    noisy, negative = [0.02, -0.03, 0.05, -0.01, 0.04, -0.02, 0.03, 0.01], [-0.53, -0.52, -0.55, -0.51, -0.53, -0.54]
+    assert lowest(tmp_path / "loop.log", noisy) > 0 and lowest(tmp_path / "loop.log", negative) < -0.5
+    assert lowest(tmp_path / "trl.txt", noisy) == -0.03
+    assert any("a step below 0 is not read as a broken KL" in said for said in read_source(str(tmp_path / "loop.log")).said)
 
 
 TABLES = {

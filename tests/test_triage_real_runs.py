@@ -290,3 +290,33 @@ def test_9_a_hand_written_loops_wrapped_names_are_read_and_its_rows_are_not_step
     assert not report.suspects(), report.ranking_record()
     h18 = next(e for e in report.ranking if e.id == "h18")
     assert not h18.supporting(), [r.shows for r in h18.supporting()]
+
+
+def test_10_a_loops_printed_groups_are_its_rewards_and_its_signed_kl_is_no_broken_kl(hypotheses):
+    """autoresearch prints each step's group ("[step 0004] rewards=[0,1] loss=... kl=..."; a tied group's step is
+    "SKIP rewards=[1,1]"): the lists are the steps' rewards, and 81 % of the steps' groups tied, which the authors
+    fixed with a curriculum (h11). Its kl is the loop's signed mean log-ratio, down to -0.47: not a broken KL (h03)."""
+    report = triage(str(corpus("autoresearch__grpo_v3_run")), hypotheses)
+    assert report.steps == 207 and report.progress.state == "flat", report.progress.sentence()
+    assert [e.id for e in report.suspects()][:1] == ["h11"], report.ranking_record()
+    assert "h03" not in [e.id for e in report.suspects()]
+    assert any("a step below 0 is not read as a broken KL" in finding for finding in report.findings)
+
+
+def test_10_a_count_out_of_a_total_is_its_share(hypotheses):
+    """grpo-reliability-engineering prints "correct=3/4 rewards=['0.80', ...]" a step: the task reward is the share
+    correct (about 0.5), not the count (which read 1.96 -> 1.98)."""
+    report = triage(str(corpus("grporeliab__exp7")), hypotheses)
+    assert report.reward_functions == ["correct"] and 0.3 < report.progress.start < 0.7, report.progress.sentence()
+    assert not report.suspects(), report.ranking_record()
+
+
+@pytest.mark.parametrize("slug,state", [("postllmsmall__grpo_gemma2_5", "getting worse"),
+                                        ("postllmsmall__harder_data_20251224", "flat")])
+def test_10_a_loops_short_names_are_read_where_its_lines_are_few_among_many(hypotheses, slug, state):
+    """PostTraining-LLM-Small prints "[step 25] avg_loss=-0.0366 acc=0.9000" every 25 steps among thousands of lines
+    of completions: avg_loss is the loss and acc the accuracy, wherever in the file the first such line is."""
+    report = triage(str(corpus(slug)), hypotheses)
+    assert report.reward_functions == ["accuracy"] and report.progress.state == state, report.progress.sentence()
+    assert not report.suspects(), report.ranking_record()
+

@@ -12,7 +12,7 @@ import statistics
 
 from .progress import STILL, Progress
 from .roles import Roles
-from .runlog import STEPS_ASSUMED, Points, RunLog
+from .runlog import HAND_WRITTEN, STEPS_ASSUMED, Points, RunLog
 
 # A reward whose steps' binary_spread has at least this median is read as a 0/1 reward.
 BINARY_MEDIAN = 0.9
@@ -53,6 +53,7 @@ def add_derived(log: RunLog, roles: Roles) -> None:
     _prompt_tokens(log)
     _completion_entropy(log)
     _first_step_kl(log)
+    _lowest_kl(log)
     _implied_kl_coefficient(log)
     _undercounted_ties(log)
     _learning_rate_spent(log)
@@ -268,6 +269,23 @@ def _first_step_kl(log: RunLog) -> None:
     early = [value for _, value in points[:EARLY_ROWS]]
     if len(early) == EARLY_ROWS:
         _put(log, "kl/early_rise", [(_run_value(log), statistics.fmean(early) - first)])
+
+
+def _lowest_kl(log: RunLog) -> None:
+    """How far below 0 the run's KL reads, where no estimator of a KL may go.
+
+    TRL's k3 cannot go below 0 at any step: its lowest logged value. A hand-written loop's kl may be the signed mean
+    log-ratio (k1, runlog.HAND_WRITTEN), whose steps go below 0 by sampling noise, but whose mean over the run
+    estimates the KL itself: the upper end of that mean's one-sided 95% interval (mean + 2 standard errors), below 0
+    only where the loop's KL is negative on the whole (a wrong formula), not at a few steps."""
+    values = [value for _, value in log.series.get("kl", [])]
+    if not values:
+        return
+    if not log.params.get(HAND_WRITTEN):
+        _put(log, "kl/lowest", [(_run_value(log), min(values))])
+    elif len(values) >= 3:
+        mean = statistics.fmean(values)
+        _put(log, "kl/lowest", [(_run_value(log), mean + 2 * statistics.stdev(values) / math.sqrt(len(values)))])
 
 
 def _summed_weight_off(log: RunLog) -> None:

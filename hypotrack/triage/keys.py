@@ -61,7 +61,8 @@ OTHER_TRAINERS = {
 # correctness is a reward function of the run's own, the task's by its name (roles.py).
 HAND_WRITTEN_QUANTITIES = {
     "reward": "reward", "kl": "kl", "entropy": "entropy", "grad_norm": "grad_norm", "loss": "loss",
-    "accuracy": "rewards/accuracy/mean", "correct": "rewards/correct/mean", "correctness": "rewards/correctness/mean",
+    "accuracy": "rewards/accuracy/mean", "acc": "rewards/accuracy/mean", "correct": "rewards/correct/mean",
+    "correctness": "rewards/correctness/mean",
 }
 HAND_WRITTEN_WRAPPERS = (("train_", ""), ("avg_", ""), ("mean_", ""), ("", "_avg"), ("", "_mean"))
 PLURALS = {"rewards": "reward", "accuracies": "accuracy"}
@@ -96,7 +97,7 @@ def canonical_name(raw: str) -> str | None:
         return CONVERTED[name][0]
     name = RENAMED.get(name, OTHER_TRAINERS.get(name, name))
     if name not in KNOWN and "/" not in name:
-        name = _hand_written(name) or name
+        name = hand_written(name) or name
     if name.startswith(DIAGNOSTICS_PREFIX):  # hypotrack's hooks, in a run they watched (hypotrack.watch)
         return name
     if name.startswith("rewards/"):
@@ -109,7 +110,7 @@ def canonical_name(raw: str) -> str | None:
     return name if name in KNOWN else None
 
 
-def _hand_written(name: str) -> str | None:
+def hand_written(name: str) -> str | None:
     """The quantity a hand-written loop's key logs (rewards_avg: reward), or None when it names none triage reads."""
     bare = name.lower()
     for prefix, suffix in HAND_WRITTEN_WRAPPERS:

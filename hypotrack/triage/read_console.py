@@ -11,20 +11,26 @@
   `  12 |  0.250 | 0.01`; its column names are read as keys (lower case, spaces as `_`: `Grad Norm` is
   grad_norm), where neither of the above is found;
 - a hand-written loop prints a progress line a step, `  12/100 | loss=0.0123 | reward=0.250` or `step 12
-  loss=0.01 reward=0.25`: its step and key=value pairs, read where none of the above is found.
+  loss=0.01 reward=0.25`: its step and key=value pairs, read where none of the above is found. Its names are read
+  as keys.py reads a hand-written loop's (`avg_loss` is the loss, `acc` an accuracy); a count out of a total
+  (`correct=3/4`) is its share, and a list (`rewards=[0, 1]`, `rewards=['0.80', '0.01']`) its mean. A list of
+  rewards is the completions' own: its spread is the step's reward_std, and where every such list of the log holds
+  at most GROUP_LIST_MAX rewards it is read as one group (a hand-written loop prints the group it just scored), tied
+  when every reward in it is the same (frac_reward_zero_std 1, else 0).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import statistics
 from collections import Counter
 from pathlib import Path
 
 from hypotrack.errors import HypotrackError
 
-from .keys import EVAL_PREFIXES
-from .runlog import STEPS_ASSUMED, RunLog
+from .keys import EVAL_PREFIXES, hand_written
+from .runlog import HAND_WRITTEN, STEPS_ASSUMED, RunLog
 from .values import STEP_KEYS, decode_text, non_empty, number
 
 # A tqdm bar's position: "  5/100 [00:10<03:10, ...]".
@@ -40,7 +46,10 @@ VERL_PAIR = re.compile(rf"([^\s:]+):\s*({NUMBER})(?=\s|$)")
 # A hand-written loop's progress line: its step ("12/100", "step 12", "step=12") and key=value pairs, among them a
 # metric every trainer logs: "[run]  12/100 | loss=0.0123 | reward=0.250".
 LOOP_STEP = re.compile(r"(?:\bstep\s*[=:]?\s*(\d+)\b|(?<![\w./])(\d+)/\d+(?![\w./]))", re.IGNORECASE)
-LOOP_PAIR = re.compile(rf"(?<![\w/.])([A-Za-z_][\w/.]*)\s*=\s*({NUMBER})(?![\w.])")
+LOOP_LIST = rf"\[\s*(?:['\"]?{NUMBER}['\"]?\s*,\s*)*['\"]?{NUMBER}['\"]?\s*\]"
+LOOP_PAIR = re.compile(rf"(?<![\w/.])([A-Za-z_][\w/.]*)\s*=\s*({LOOP_LIST}|{NUMBER}(?:/\d+)?)(?![\w.])")
+# A printed list of at most this many rewards is one group's (num_generations is 2-16 in the runs users keep).
+GROUP_LIST_MAX = 16
 # A printed table's cells, split by "|" or a box-drawing line (rich, tabulate); a timestamp or logger prefix is a cell.
 TABLE_BARS = "|│┃"
 TABLE_CELLS = re.compile(rf"\s*[{TABLE_BARS}]\s*")
@@ -58,7 +67,7 @@ STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy"
 def looks_like_console(text: str) -> bool:
     lines = text.splitlines()
     return bool(PRINTED_DICT.search(text) or VERL_STEP.search(text)
-                or any(_loop_line(line) for line in lines[:2000])
+                or any(_loop_line(line) for line in lines)
                 or any(_table_header(_table_cells(line)) is not None for line in lines
                        if any(bar in line for bar in TABLE_BARS)))
 
@@ -75,13 +84,28 @@ def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
         _read_trainer_dicts(text, log, logging_steps)
     if not log.series and not log.nonfinite:
         _read_tables(text, log)
+        if log.series or log.nonfinite:
+            _hand_written_log(log, "a table")
     if not log.series and not log.nonfinite:
         _read_loop_lines(text, log)
+        if log.series or log.nonfinite:
+            _hand_written_log(log, "progress lines")
     if not log.series and not log.nonfinite:
         raise HypotrackError(f"{path}: a text file with no logged training step in it (none of {CONSOLE_FORMATS}); "
                              "pass the run's trainer_state.json, its TensorBoard folder or a tracker's CSV export "
                              "instead")
     return non_empty(log.sort())
+
+
+def _hand_written_log(log: RunLog, printed: str) -> None:
+    """Mark a log a hand-written loop printed, and say where its kl is signed (runlog.HAND_WRITTEN)."""
+    log.params[HAND_WRITTEN] = "1"
+    lowest = min((value for _, value in log.series.get("kl", [])), default=0.0)
+    if lowest < 0:
+        log.said.append(f"the loop's {printed} log a kl below 0 at some steps (lowest {lowest:.3g}): a hand-written loop "
+                        "may log the signed mean log-ratio (k1), which goes below 0 whenever the sampled completions "
+                        "are likelier under the reference, so a step below 0 is not read as a broken KL; a mean over "
+                        "the run below 0 is")
 
 
 def _read_verl(text: str, log: RunLog) -> bool:
@@ -130,23 +154,37 @@ def _table_header(cells: list[str]) -> int | None:
     return None
 
 
-def _loop_line(line: str) -> tuple[int, list[tuple[str, float]]] | None:
-    """(step, pairs) of a hand-written loop's progress line, or None."""
+def _loop_line(line: str) -> tuple[int, list[tuple[str, list[float]]]] | None:
+    """(step, pairs) of a hand-written loop's progress line, each value as the numbers it holds (one, or a list's),
+    or None."""
     step = LOOP_STEP.search(line)
     if not step:
         return None
-    pairs = [(key, float(value)) for key, value in LOOP_PAIR.findall(line)]
-    if not any(key in STEP_KEYS_ANY or key.startswith("rewards/") for key, _ in pairs):
+    pairs = [(key, _loop_value(value)) for key, value in LOOP_PAIR.findall(line)]
+    if not any(key in STEP_KEYS_ANY or key.startswith("rewards/") or hand_written(key) for key, _ in pairs):
         return None
     return int(step.group(1) or step.group(2)), pairs
 
 
+def _loop_value(text: str) -> list[float]:
+    if text.startswith("["):
+        return [float(number) for number in re.findall(NUMBER, text)]
+    count, _, total = text.partition("/")
+    return [float(count) / float(total) if total and float(total) else float(count)]
+
+
 def _read_loop_lines(text: str, log: RunLog) -> None:
-    for line in re.split(r"[\r\n]+", text):
-        found = _loop_line(line)
-        if found:
-            for key, value in found[1]:
-                log.add(key, found[0], value)
+    lines = [found for found in map(_loop_line, re.split(r"[\r\n]+", text)) if found]
+    reward_lists = [values for _, pairs in lines for key, values in pairs
+                    if hand_written(key) == "reward" and len(values) > 1]
+    groups = bool(reward_lists) and max(map(len, reward_lists)) <= GROUP_LIST_MAX
+    for step, pairs in lines:
+        for key, values in pairs:
+            log.add(key, step, statistics.fmean(values))
+            if len(values) > 1 and hand_written(key) == "reward":
+                log.add("reward_std", step, statistics.pstdev(values))
+                if groups:
+                    log.add("frac_reward_zero_std", step, float(len(set(values)) == 1))
 
 
 def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> None:

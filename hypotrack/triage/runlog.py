@@ -15,6 +15,10 @@ ISOLATED_SHARE = 0.05
 # The param a reader sets when the log carried no step numbers and it numbered the rows itself: the first row may
 # cover several steps (or a moving average of them), so nothing is read as the run's step 1.
 STEPS_ASSUMED = "steps_assumed"
+# The param a reader sets when the log is in a format only a hand-written loop writes (its own progress lines, a
+# printed table): its names and estimators are the loop's own, and its kl may be the signed mean log-ratio (k1),
+# which goes below 0 whenever the sampled completions are likelier under the reference, not TRL's k3, which cannot.
+HAND_WRITTEN = "hand_written_loop"
 
 
 @dataclass
