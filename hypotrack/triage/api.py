@@ -13,7 +13,7 @@ from .evaluate import SUSPECT_THRESHOLD, Ranked, rank
 from .expected import Requirement, expected_readings, requirements
 from .heldout import heldout_score
 from .keys import canonical, canonical_name, reward_functions
-from .progress import LEARNING, Progress, run_progress
+from .progress import CEILING, LEARNING, Progress, run_progress
 from .roles import Roles, assign_roles
 from .runlog import RunLog
 from .sources import pick_run, read_runs
@@ -103,9 +103,10 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
         ranking, unranked = rank(run, hypotheses, needs)
         if task_reward is None and roles.task is not None:
             roles.assumed += _other_task_choices(underived, functions, roles.task, hypotheses, needs, ranking)
-    if progress.state == LEARNING:
+    if progress.state == LEARNING or progress.verdict == CEILING:
         for entry in ranking:
-            entry.not_holding_back = "the run learns on its task reward"
+            entry.not_holding_back = ("the run learns on its task reward" if progress.state == LEARNING else
+                                      "the run's task reward is already near its ceiling")
     return TriageReport(source=log.source, kind=log.kind, steps=steps, reward_functions=functions,
                         assumed=roles.assumed, ranking=ranking, unranked=unranked,
                         expected=expected_readings(run), requirements=needs, renamed=named.renamed,

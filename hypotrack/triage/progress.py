@@ -20,6 +20,11 @@ on) with at least MIN_STEPS evaluations, it is read the same way over its evalua
 own authors judge them: it is the task itself, and a training reward can climb while the run stays level or gets
 worse on unseen prompts (its training prompts memorised, a reward that pays for something else) or stay level
 while it improves on them. The training reward's reading is named beside it.
+
+A flat run is read further: one whose task reward averages CEILING_SHARE of its passing score or more in its first
+and its last quarter is already near its ceiling (little left to learn on its prompts, so what the signatures read
+is present but not holding it back); one whose policy barely moves though its groups carry advantages has updates
+too small to move it (h26's reading).
 """
 
 from __future__ import annotations
@@ -42,6 +47,11 @@ LEARNING, FLAT, WORSE, UNKNOWN = "learning", "flat", "getting worse", "unknown"
 # STILL_KL_MAX nats per token over the last STILL_WINDOW logged steps, and (where logged) an entropy that changed by
 # at most STILL_ENTROPY_CHANGE of where it started.
 STILL = "updates too small to move the policy"
+# A flat run whose task reward averages at least CEILING_SHARE of its passing score (an accuracy's 1) in its first
+# quarter and its last: at most a sixth of the most it can score is left, so a level reward there is a run with
+# little left to learn on its training prompts, not one held back.
+CEILING = "already near its ceiling"
+CEILING_SHARE = 0.85
 STILL_TIED_MAX = 0.5
 STILL_KL_MAX = 0.01
 STILL_ENTROPY_CHANGE = 0.1
@@ -108,9 +118,10 @@ def run_progress(log: RunLog, diverged: tuple[str, int] | None = None, heldout: 
         progress.why = f"; it diverged at step {diverged[1]}: {diverged[0]}"
         return progress
     if diverged is None and progress.state == FLAT:
-        progress.verdict_why = _policy_still(log)
-        if progress.verdict_why:
-            progress.verdict = STILL
+        for verdict, why in ((CEILING, _near_ceiling(progress, _pass_value(log))), (STILL, _policy_still(log))):
+            if why:
+                progress.verdict, progress.verdict_why = verdict, why
+                break
     if heldout is None or diverged is not None:
         return progress
     held = _trend(heldout.metric, heldout.points, heldout.spread, heldout.pass_value)
@@ -185,6 +196,16 @@ def _policy_still(log: RunLog) -> str:
         moved.append(f"entropy {first:.3g} -> {last:.3g}")
     return (f"{signal}, yet the policy barely moves ({'; '.join(moved)}): each update is too small to change what it "
             "samples (a learning rate or gradient clipping too small for the model, or too few steps)")
+
+
+def _near_ceiling(progress: Progress, pass_value: float) -> str:
+    """Why a flat run has little left to learn, or '' when its task reward is not near its passing score."""
+    if pass_value <= 0 or min(progress.start, progress.end) < CEILING_SHARE * pass_value:
+        return ""
+    return (f"its task reward averages {progress.start:.3g} and {progress.end:.3g} of a passing score of "
+            f"{pass_value:.3g} in its first and last quarter: at {CEILING_SHARE:.0%} of the most it can score or more, "
+            "a level reward has little left to learn on these prompts, and what the logs show is not holding the run "
+            "back")
 
 
 def _pass_value(log: RunLog) -> float:
