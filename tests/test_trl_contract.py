@@ -81,3 +81,19 @@ def test_trls_sequence_level_importance_weight_still_sums_the_log_ratios() -> No
     source = inspect.getsource(GRPOTrainer._generate_and_score_completions)
     assert 'output["importance_sampling_ratio"] = vllm_importance_sampling_ratio' in source
     assert "per_token_logps_diff.sum(dim=-1, keepdim=True)" in source
+
+
+def test_which_sampling_settings_trl_leaves_to_a_vllm_servers_defaults() -> None:
+    """vLLM's server fills a request's unset sampling settings from the served model's generation_config.json
+    (NeMo-RL#3497: hidden settings the trainer never scores with). TRL's requests set temperature, top_p, top_k,
+    min_p, repetition_penalty and max_tokens in both modes; in server mode they leave presence_penalty and
+    frequency_penalty unset, which vLLM 0.32's CompletionRequest.to_sampling_params fills from the model's
+    generation config (a colocated engine gets vLLM's own defaults for both: SamplingParams, not the model's). Where TRL starts sending
+    them, that way in closes; where it stops sending one of the others, another opens."""
+    from trl.generation import vllm_generation
+
+    generate = inspect.getsource(vllm_generation.VLLMGeneration.generate)
+    for sent in ("repetition_penalty", "temperature", "top_p", "top_k", "min_p", "max_tokens"):
+        assert generate.count(f'"{sent}":') >= 2, sent  # the server request's and the colocated engine's
+    for unsent in ("presence_penalty", "frequency_penalty"):
+        assert unsent not in generate, unsent
