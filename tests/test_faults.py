@@ -238,3 +238,28 @@ def test_an_optimizer_built_before_the_adapters_holds_none_and_the_treatment_add
     (treatment,) = build_treatments(["optimizer_holds_trained_weights"])
     repaired = trainer_with(fault("optimizer_built_before_adapters"), treatment)
     assert adapter <= held(repaired) and repaired.param_groups[-1]["lr"] == repaired.param_groups[0]["lr"]
+
+
+def test_a_generation_config_penalty_is_served_from_a_copy_of_the_models_folder(tmp_path, monkeypatch) -> None:
+    """NeMo-RL#3497: the planted fault gives the run a model folder whose generation_config.json carries a presence
+    penalty, which a vLLM server applies to TRL's requests; TRL hands a colocated engine every setting, so a colocated
+    run is refused. h14's treatment (plain sampling) sends the penalties as 0 under vLLM."""
+    import json
+
+    from hypotrack.run.planning.plan import _land
+
+    monkeypatch.setenv("HYPOTRACK_CACHE", str(tmp_path / "cache"))
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "generation_config.json").write_text(json.dumps({"_from_model_config": True, "eos_token_id": 2}))
+    arm = {"model": str(model), "grpo": {"use_vllm": True, "vllm_mode": "server"}, "lora": {"enabled": True}}
+    apply_config("generation_config_penalties", arm)
+    served = json.loads((tmp_path / "cache" / "planted" / "model-presence1.5" / "generation_config.json").read_text())
+    assert arm["model"].endswith("model-presence1.5") and served == {"eos_token_id": 2, "presence_penalty": 1.5}
+    assert json.loads((model / "generation_config.json").read_text())["_from_model_config"] is True  # untouched
+    with pytest.raises(HypotrackError, match="needs vllm_mode server"):
+        apply_config("generation_config_penalties", {"model": str(model), "grpo": {"use_vllm": True},
+                                                     "lora": {"enabled": True}})
+    _land(arm, "plain_sampling", True)
+    assert arm["grpo"]["generation_kwargs"] == {"presence_penalty": 0.0, "frequency_penalty": 0.0}

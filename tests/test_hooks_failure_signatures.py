@@ -158,6 +158,25 @@ def test_under_vllm_the_trainers_forward_names_the_transform_vllms_logprobs_carr
     assert (out["transform_gap_mean"] > 1e-3) == (closes != 0.0)
 
 
+def test_under_a_vllm_server_a_penalty_from_the_models_generation_config_is_a_transform_of_its_own():
+    """A vLLM server fills the settings TRL's requests leave unset (presence and frequency penalties) from the served
+    model's generation_config.json (NeMo-RL#3497): the hook applies the server's values, on the completion's own
+    tokens so far, and names the penalty; generation_kwargs that send the setting take it back."""
+    from tests.test_hooks_lora_sync import tiny_model
+
+    model = tiny_model(lora=False).eval()
+    rollout = batch([1, 0], ["a", "b"], G=2, completion_ids=[[5, 5, 5, EOS], [8, 9, 8, 9]])  # repeats: penalised
+    engine = dict(temperature=1.0, repetition_penalty=1.0, top_k=0, top_p=1.0, min_p=0.0)
+    for sent, closes in (({}, 2.0), ({"presence_penalty": 0.0}, 0.0)):
+        hook = SamplingParityHook(sample_rows=2, sample_tokens=4)
+        hook._trainer = SimpleNamespace(model=model, temperature=1.0,
+                                        vllm_generation=SimpleNamespace(**engine, generation_kwargs=sent))
+        hook._generator = SimpleNamespace(sampling_defaults=lambda: {"presence_penalty": 1.5, "top_k": 20})
+        out = hook._transform_report(*hook._served_transforms(rollout))
+        assert out["closing_transform"] == closes, sent
+        assert len(hook._hidden_settings()) == (0 if sent else 1)  # top_k: TRL sends its own
+
+
 def _scored_again(verdict, fail_rate: float, seed: int = 0):
     """A task reward that returns `verdict(completion, answer)`, or 0.0 for a check that overruns at random."""
     import random

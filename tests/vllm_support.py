@@ -43,6 +43,13 @@ LONG_DECIDED = {"clean/h06": "invalidated", "clean/h14": "inconclusive", "clean/
                 "sequence_importance_correction/h27": "validated"}
 
 
+# toy_letters_vllm_server (the long completions in the trainer's float32, under a server): a presence penalty from the
+# served model's generation config makes h14's case, 0.28 nats a token; h27 cannot tell a gap that large from h14's
+LONG_SERVER_DECIDED = {"clean/h06": "invalidated", "clean/h14": "invalidated", "clean/h27": "invalidated",
+                       "generation_config_penalties/h06": "invalidated", "generation_config_penalties/h14": "validated",
+                       "generation_config_penalties/h27": "inconclusive"}
+
+
 def assert_decided(report: dict, rows: tuple[str, ...], decided: dict[str, str] = DECIDED) -> None:
     assert report["failures"] == {}, report["failures"]
     statuses = {cell: value["status"] for cell, value in report["cells"].items()}

@@ -46,3 +46,8 @@ SEQUENCE_IMPORTANCE_MODES: tuple[str, ...] = ("sequence_mask", "sequence_truncat
 # or the held-out evaluation after training (greedy or sampled decoding); none for checks that are
 # their own test (parity, critic).
 EFFECT_OUTCOMES: tuple[str, ...] = ("task_reward", "eval_greedy", "eval_sampled", "none")
+
+# The sampling settings TRL's vLLM requests leave unset (tests/test_trl_contract.py pins them): a vLLM server fills
+# them from the served model's generation_config.json, so a run can sample with settings it never declared
+# (NeMo-RL#3497). The sampling_parity hook applies the server's values; h14's treatment sends them as 0.
+SAMPLING_LEFT_TO_THE_SERVER: tuple[str, ...] = ("presence_penalty", "frequency_penalty")

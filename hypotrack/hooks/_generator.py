@@ -35,6 +35,10 @@ class InProcess:
     def tie_output_head(self) -> None:
         tie_output_head(self.model)
 
+    def sampling_defaults(self) -> dict[str, float]:
+        """None: TRL hands its colocated engine every sampling setting (SamplingParams' own defaults for the rest)."""
+        return {}
+
 
 class Server:
     """A generator in a vLLM server (TRL's server mode): read through the methods hypotrack's worker extension
@@ -60,6 +64,17 @@ class Server:
 
     def tie_output_head(self) -> None:
         self.call("hypotrack_tie_output_head")
+
+    def sampling_defaults(self) -> dict[str, float]:
+        """The sampling settings the server fills a request's unset ones with: the served model's generation config,
+        read as vLLM's server reads it when it starts (transformers' GenerationConfig of the model it serves, by the
+        name the server gives it); {} where the model has none."""
+        from transformers import GenerationConfig
+
+        try:
+            return GenerationConfig.from_pretrained(self.client.model).to_diff_dict()
+        except (OSError, ValueError):
+            return {}
 
 
 def served_generator(trainer: Any) -> InProcess | Server | None:

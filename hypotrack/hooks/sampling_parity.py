@@ -24,6 +24,9 @@ A generator that is a separate engine (vLLM, colocate mode) is not tapped: its t
 hook reads what it served instead (hooks/_generator.py), on every rollout:
 - `generator_dtype_differs`: 1 when vLLM serves the model in another dtype than the trainer computes in (TRL
   builds its engine without a dtype, and vLLM serves a float32 checkpoint in bfloat16), else 0;
+- `generator_hidden_settings`: how many sampling settings the generator applies that the run never declared: a
+  vLLM server fills a request's unset settings from the served model's generation_config.json, and TRL's requests
+  leave presence_penalty and frequency_penalty unset (NeMo-RL#3497); they are applied with the transforms below;
 - `generator_gap_mean`, `generator_gap_max`: |vLLM's sampling logprobs - the trainer's| per completion token
   (TRL's `sampling_per_token_logps` against `old_per_token_logps`), the gap every importance ratio carries;
 - `generator_transform_gap_mean`, `generator_transform_gap_max`, `generator_closing_transform`: the part of that
@@ -41,9 +44,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hypotrack.definitions.vocabulary import SAMPLING_LEFT_TO_THE_SERVER
 from hypotrack.hooks.base import DiagnosticHook, RolloutBatch, StepContext
 
-TRANSFORMS = ("temperature", "repetition_penalty", "top_k_top_p")
+TRANSFORMS = ("temperature", "repetition_penalty", "top_k_top_p")  # repetition_penalty: every penalty
 CLOSES = 0.1  # dropping a transform closes the gap when what is left is under a tenth of it
 
 
@@ -56,8 +60,9 @@ class SamplingParityHook(DiagnosticHook):
     metrics = (
         "transform_gap_mean", "transform_gap_max", "gap_without_temperature", "gap_without_repetition_penalty",
         "gap_without_top_k_top_p", "closing_transform", "sampling_temperature", "scoring_temperature",
-        "generator_dtype_differs", "generator_gap_mean", "generator_gap_max", "generator_transform_gap_mean",
-        "generator_transform_gap_max", "generator_closing_transform", "generator_transform_residual_mean",
+        "generator_dtype_differs", "generator_hidden_settings", "generator_gap_mean", "generator_gap_max",
+        "generator_transform_gap_mean", "generator_transform_gap_max", "generator_closing_transform",
+        "generator_transform_residual_mean",
     )
 
     @dataclass(frozen=True)
@@ -78,6 +83,7 @@ class SamplingParityHook(DiagnosticHook):
         self._generator: Any = False  # a separate generator (hooks/_generator.py), None without one; False: not looked for
         self._n_rollouts = 0
         self._tap: dict[str, Any] | None = None  # the rollout being tapped: per-token gaps so far
+        self._hidden: dict[str, float] | None = None  # the generator's own values for settings TRL leaves unset
 
     # -- settings of each side ------------------------------------------------------------------
     def _sampling(self) -> dict[str, Any]:
@@ -94,15 +100,29 @@ class SamplingParityHook(DiagnosticHook):
                 value = getattr(config, name, None) if config is not None else None
             return default if value is None else value
 
+        hidden = self._hidden_settings()
         return {"temperature": float(get("temperature", 1.0)), "repetition_penalty": float(get("repetition_penalty", 1.0)),
                 "top_k": int(get("top_k", 0) or 0), "top_p": float(get("top_p", 1.0)),
-                "min_p": get("min_p", None)}
+                "min_p": get("min_p", None),
+                **{name: float(overrides.get(name, hidden.get(name, 0.0))) for name in SAMPLING_LEFT_TO_THE_SERVER}}
+
+    def _hidden_settings(self) -> dict[str, float]:
+        """The settings TRL's requests leave unset (SAMPLING_LEFT_TO_THE_SERVER) that the generator fills from the served model's
+        generation config, read once; {} for a colocated engine, which TRL hands every setting, or without vLLM."""
+        if self._hidden is None:
+            defaults = self._generator.sampling_defaults() if self._generator not in (None, False) else {}
+            engine = getattr(self._trainer, "vllm_generation", None)
+            sent = dict(getattr(engine, "generation_kwargs", None) or {})  # TRL sends generation_kwargs as they are
+            self._hidden = {name: float(defaults[name]) for name in SAMPLING_LEFT_TO_THE_SERVER
+                            if defaults.get(name) and name not in sent}
+        return self._hidden
 
     def _scoring_temperature(self) -> float:
         return float(getattr(self._trainer, "temperature", 1.0) or 1.0)
 
-    def _logps(self, raw, ids, tokens, drop: str | None):
-        """log p(token) after the sampling transforms, without ``drop`` (None: all of them)."""
+    def _logps(self, raw, ids, tokens, drop: str | None, generated=None):
+        """log p(token) after the sampling transforms, without ``drop`` (None: all of them); ``generated``: the
+        completion's tokens so far, which a presence or frequency penalty counts (vLLM's, on its own output)."""
         import torch
         from transformers.generation.logits_process import (
             MinPLogitsWarper,
@@ -115,6 +135,10 @@ class SamplingParityHook(DiagnosticHook):
         scores = raw.float()
         if cfg["repetition_penalty"] != 1.0 and drop != "repetition_penalty":
             scores = RepetitionPenaltyLogitsProcessor(cfg["repetition_penalty"])(ids, scores)
+        if generated is not None and generated.size(1) and drop != "repetition_penalty" and (
+                cfg["presence_penalty"] or cfg["frequency_penalty"]):
+            counts = torch.zeros_like(scores).scatter_add_(1, generated, torch.ones_like(generated, dtype=scores.dtype))
+            scores = scores - cfg["frequency_penalty"] * counts - cfg["presence_penalty"] * (counts > 0).to(scores.dtype)
         temperature = self._scoring_temperature() if drop == "temperature" else cfg["temperature"]
         scores = scores / temperature
         if drop != "top_k_top_p":
@@ -132,7 +156,7 @@ class SamplingParityHook(DiagnosticHook):
 
         self.close()
         self._trainer = ctx.trainer
-        self._generator = False
+        self._generator, self._hidden = False, None
         model = unwrap(ctx.model)
         lm = model.get_base_model() if hasattr(model, "get_base_model") else model
         self._handles = [lm.register_forward_pre_hook(self._pre, with_kwargs=True),
@@ -206,7 +230,8 @@ class SamplingParityHook(DiagnosticHook):
             return {}
         trainer_dtype = next(unwrap(self._trainer.model).parameters()).dtype
         differs = self._generator.dtype != trainer_dtype
-        out = {"generator_dtype_differs": float(differs)}
+        out = {"generator_dtype_differs": float(differs),
+               "generator_hidden_settings": float(len(self._hidden_settings()))}
         gap = sampling_gap(batch)
         if gap is not None and gap.numel():
             out.update(generator_gap_mean=f(gap.mean()), generator_gap_max=f(gap.max()))
@@ -237,7 +262,7 @@ class SamplingParityHook(DiagnosticHook):
             raw, tokens = logits[:, P + t - 1, :], completion[:, t]
             scoring = self._scoring(raw, tokens)
             for drop in gaps:
-                transformed = self._logps(raw, ids[:, :P + t], tokens, drop)
+                transformed = self._logps(raw, ids[:, :P + t], tokens, drop, generated=ids[:, P:P + t])
                 gaps[drop].append((transformed - scoring).abs()[keep])
                 if drop is None and sampled is not None:
                     residual.append((sampled[:rows, t].float().to(transformed.device) - transformed).abs()[keep])

@@ -19,7 +19,7 @@ from typing import Any
 from hypotrack.definitions.models import IMPORT_PATH, Experiment, Hypothesis, Overrides
 from hypotrack.definitions.run_settings import SETTINGS_BY_NAME, SETUP_SETTINGS, TREATMENT_SETTINGS
 from hypotrack.definitions.settings_check import check_setting, config_problem
-from hypotrack.definitions.vocabulary import SCALE_REWARDS, SEQUENCE_IMPORTANCE_MODES
+from hypotrack.definitions.vocabulary import SAMPLING_LEFT_TO_THE_SERVER, SCALE_REWARDS, SEQUENCE_IMPORTANCE_MODES
 from hypotrack.errors import HypotrackError
 from hypotrack.protocol import ArmSpec
 
@@ -53,6 +53,8 @@ def _land(arm: dict[str, Any], name: str, value: Any) -> None:
         if value:
             arm["grpo"].update(PLAIN_SAMPLING)
             arm["grpo"].pop("generation_kwargs", None)
+            if arm["grpo"].get("use_vllm"):  # sent, so a vLLM server's defaults from the model's config do not apply
+                arm["grpo"]["generation_kwargs"] = dict.fromkeys(SAMPLING_LEFT_TO_THE_SERVER, 0.0)
     elif name == "truncate_prompts":
         if value is False:
             arm["data"]["max_prompt_length"] = None
