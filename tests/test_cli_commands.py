@@ -51,7 +51,8 @@ def test_shipped_project_next_is_h06(run_cli):
 
 def test_validate_passes_on_shipped_files(run_cli, project_dir):
     out = ok(run_cli("validate"))
-    assert out.startswith("ok: 27 hypotheses, 9 experiments")  # toy_arith_vllm, its full fine-tuning and server twins
+    # toy_arith_vllm, its full fine-tuning and server twins; toy_letters_vllm and its server twin
+    assert out.startswith("ok: 27 hypotheses, 11 experiments")
     out = ok(run_cli("validate", project_dir / "hypotheses" / "h06_lora_weight_sync.yaml", "--metrics"))
     assert out.startswith("ok: 1 hypotheses") and "  reward\n" in out
 

@@ -36,7 +36,8 @@ class InProcess:
         tie_output_head(self.model)
 
     def sampling_defaults(self) -> dict[str, float]:
-        """None: TRL hands its colocated engine every sampling setting (SamplingParams' own defaults for the rest)."""
+        """Nothing: TRL hands its colocated engine every sampling setting (SamplingParams' own defaults for the rest),
+        so the model's generation config never reaches it."""
         return {}
 
 
