@@ -19,12 +19,13 @@ from hypotrack.faults.base import PlantedFault
 class GenerationConfigPenalties(PlantedFault):
     name = "generation_config_penalties"
     imitates = "h14"
-    description = ("the run's model ships a generation_config.json with a presence penalty (as model cards recommend "
-                   "one for chat), which vLLM's server applies to every request that leaves it unset, and TRL's do: "
+    description = ("the run's model ships a generation_config.json with a presence penalty (model cards suggest one "
+                   "against repetition), which vLLM's server applies to every request that leaves it unset, and TRL's do: "
                    "vLLM samples, and reports logprobs, with a penalty the loss never scores with (NeMo-RL#3497)")
     seams = ("config",)
     needs_vllm = ("it lives in the defaults a vLLM server reads from the served model's generation config: "
-                  "hypotrack selftest --experiment toy_arith_vllm_server --faults clean,generation_config_penalties")
+                  "hypotrack selftest --experiment toy_letters_vllm_server --faults clean,generation_config_penalties "
+                  "(on the arith toy's 2-3 token answers a penalty rarely bites)")
 
     @dataclass(frozen=True)
     class Settings:
@@ -34,7 +35,7 @@ class GenerationConfigPenalties(PlantedFault):
 
     def configure(self, arm: dict[str, Any]) -> None:
         if arm["grpo"].get("vllm_mode") != "server":
-            raise HypotrackError(f"the planted fault {self.name} needs vllm_mode server (such as toy_arith_vllm_server): "
+            raise HypotrackError(f"the planted fault {self.name} needs vllm_mode server (such as toy_letters_vllm_server): "
                                  "TRL hands its colocated engine every sampling setting, so a model's generation "
                                  "config cannot reach what it samples")
         arm["model"] = str(self._model_with_penalty(arm["model"]))
