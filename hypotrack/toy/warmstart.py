@@ -94,6 +94,10 @@ def train(name: str, seed: int = 0, steps: int | None = None, log_every: int = 0
         data = lab.load_dataset(task, recipe["n_train"], seed + DATA_SEED_OFFSET)
     prompts, answers = list(data["prompt"]), list(data[recipe.get("target", "answer")])
     g = torch.Generator().manual_seed(seed)
+    if "logit_level" in recipe:  # the tokens whose logits are held at the level, read once
+        from .letters import ALPHABET
+
+        leveled = tokenizer.convert_tokens_to_ids(list(ALPHABET))
     opt = torch.optim.AdamW(model.parameters(), lr=recipe["lr"], weight_decay=0.0)
     model.train()
     for step in range(steps):
@@ -103,7 +107,7 @@ def train(name: str, seed: int = 0, steps: int | None = None, log_every: int = 0
         out = model(input_ids=input_ids, attention_mask=attn, labels=lab_)
         loss = out.loss
         if "logit_level" in recipe:
-            loss = loss + LOGIT_LEVEL_WEIGHT * (_letter_logit_mean(out.logits, lab_, tokenizer) - recipe["logit_level"]) ** 2
+            loss = loss + LOGIT_LEVEL_WEIGHT * (_logit_mean(out.logits, lab_, leveled) - recipe["logit_level"]) ** 2
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -114,12 +118,9 @@ def train(name: str, seed: int = 0, steps: int | None = None, log_every: int = 0
     return model, tokenizer
 
 
-def _letter_logit_mean(logits, labels, tokenizer):
-    """The mean logit of the lower-case letters at the positions the loss reads."""
-    import string
-
-    letters = tokenizer.convert_tokens_to_ids(list(string.ascii_lowercase))
-    return logits[:, :-1][labels[:, 1:] != -100][:, letters].mean()
+def _logit_mean(logits, labels, token_ids):
+    """The mean logit of ``token_ids`` at the positions the loss reads."""
+    return logits[:, :-1][labels[:, 1:] != -100][:, token_ids].mean()
 
 
 def build(name: str, seed: int = 0, cache_dir: str | Path | None = None) -> Path:
