@@ -192,11 +192,11 @@ def toy_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def wide_cache(toy_cache: Path) -> Path:
-    """The session's toy cache with the toy models vLLM serves warm-started in it, toy:arith-wide and
-    toy:letters-wide (CI builds them beforehand, in the background)."""
+    """The session's toy cache with the toy models vLLM serves warm-started in it (toy.lab.SERVED_BY_VLLM; CI builds
+    them beforehand, in the background)."""
     env = {**os.environ, "HYPOTRACK_CACHE": str(toy_cache)}
-    subprocess.run([sys.executable, "-c", "from hypotrack.toy.lab import ensure_model; ensure_model('arith-wide'); "
-                    "ensure_model('letters-wide')"], env=env, check=True, timeout=900)
+    subprocess.run([sys.executable, "-c", "from hypotrack.toy.lab import SERVED_BY_VLLM, ensure_model; "
+                    "[ensure_model(name) for name in SERVED_BY_VLLM]"], env=env, check=True, timeout=900)
     return toy_cache
 
 

@@ -10,6 +10,7 @@ MODEL_PREFIX = "toy:"  # a model named "toy:<name>" is one of the toy lab's warm
 # arith-wide is the arith model at the width vLLM's CPU attention can serve (toy/model.py); letters-wide is letters
 # at that width (letters is the lab's task of long, uncertain completions, which only vLLM's runs need).
 MODELS = {"arith": "arith", "musique-mini": "musique-mini", "arith-wide": "arith", "letters-wide": "letters"}
+SERVED_BY_VLLM = ("arith-wide", "letters-wide")  # the toy models vLLM's CPU attention can serve (head size 32)
 
 _REWARDS = {
     "arith": ["hypotrack.toy.rewards:arith_correct"],
