@@ -301,6 +301,9 @@ def test_a_hand_written_loops_negative_kl_is_not_read_as_a_broken_kl(tmp_path):
     assert lowest(tmp_path / "loop.log", noisy) > 0 and lowest(tmp_path / "loop.log", negative) < -0.5
     assert lowest(tmp_path / "trl.txt", noisy) == -0.03
     assert any("a step below 0 is not read as a broken KL" in said for said in read_source(str(tmp_path / "loop.log")).said)
+    (tmp_path / "wrapped.log").write_text("".join(f"step {s} loss=0.1 reward=0.{s} mean_kl={kl}\n"
+                                                  for s, kl in enumerate(noisy, 1)))  # the loop's own name for it
+    assert any("a step below 0 is not read as a broken KL" in said for said in read_source(str(tmp_path / "wrapped.log")).said)
 
 
 TABLES = {

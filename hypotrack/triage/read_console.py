@@ -29,7 +29,7 @@ from pathlib import Path
 
 from hypotrack.errors import HypotrackError
 
-from .keys import EVAL_PREFIXES, hand_written
+from .keys import EVAL_PREFIXES, canonical_name, hand_written
 from .runlog import HAND_WRITTEN, STEPS_ASSUMED, RunLog
 from .values import STEP_KEYS, decode_text, non_empty, number
 
@@ -100,7 +100,8 @@ def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
 def _hand_written_log(log: RunLog, printed: str) -> None:
     """Mark a log a hand-written loop printed, and say where its kl is signed (runlog.HAND_WRITTEN)."""
     log.params[HAND_WRITTEN] = "1"
-    lowest = min((value for _, value in log.series.get("kl", [])), default=0.0)
+    lowest = min((value for name, points in log.series.items() if canonical_name(name) == "kl"
+                  for _, value in points), default=0.0)  # under the loop's own name (kl_avg, mean_kl)
     if lowest < 0:
         log.said.append(f"the loop's {printed} log a kl below 0 at some steps (lowest {lowest:.3g}): a hand-written loop "
                         "may log the signed mean log-ratio (k1), which goes below 0 whenever the sampled completions "
