@@ -265,6 +265,38 @@ def test_a_hand_written_loops_progress_lines(tmp_path, line):
     assert log.kind == "console" and log.series["reward"][2] == (3, 0.06) and log.series["loss"][0] == (1, -0.01)
 
 
+@pytest.mark.parametrize("line", [
+    "Epoch:[1/1]({s}/500), Reward: {reward:.4f}, KL_ref: 0.0004, Adv Std: 0.92, Actor Loss: {loss:.4f}, Avg Len: 129",
+    "GRPO step {s}/500 | loss: {loss:.4f} | mean_reward: {reward:.4f} | KL: 0.0001 | clip_frac: 0.000 | lr: 0.000001",
+])
+def test_a_loops_name_colon_value_lines(tmp_path, line):
+    """A loop that prints `Name: value` pairs after its step: names of words are read as keys (`Avg Len` is
+    avg_len, the completions' mean length), the step is the count of the run's steps (not the epoch's 1/1), and a
+    count printed after the pairs (`(1/2 rendered)`) is no step."""
+    path = tmp_path / "train.log"
+    steps = "".join(f"  Rewards: [0.5, -1.0] ({s % 3}/2 rendered)\n" + line.format(s=s, loss=-s / 100, reward=s / 50)
+                    + "\n" for s in range(1, 11))
+    path.write_text("Model Params: 30.03M\n" + steps)
+    log = read_source(str(path))
+    assert log.kind == "console" and [step for step, _ in log.series["loss" if "GRPO" in line else "actor_loss"]] \
+        == list(range(1, 11))
+    reward = log.series["mean_reward" if "GRPO" in line else "reward"]
+    assert reward[2] == (3, 0.06) and len(reward) == 10
+    assert canonical_name("kl_ref") == "kl" and canonical_name("avg_len") == "completions/mean_length"
+    assert canonical_name("actor_loss") == "loss" and canonical_name("clip_frac") == "clip_ratio/region_mean"
+
+
+def test_a_dict_of_rewards_alone_is_a_completions_scores_not_a_step(tmp_path):
+    """A loop that shows sample completions prints each one's scores as a dict: with no epoch (transformers' Trainer
+    logs it with every step), no step and nothing of the update, it is no training step."""
+    path = tmp_path / "train.log"
+    samples = "".join(f"Generation: 42\nMetrics:  {{'format_reward': 1.0, 'answer_reward': {s % 2}.0, "
+                      f"'reward': {s % 2}.0}}\n" for s in range(12))
+    path.write_text(samples + "{'loss': 0.1, 'reward': 0.5, 'epoch': 0.5}\n{'loss': 0.1, 'reward': 0.6, 'epoch': 1.0}\n")
+    log = read_source(str(path))
+    assert [value for _, value in log.series["reward"]] == [0.5, 0.6]
+
+
 def test_a_loops_lists_counts_and_abbreviations_are_read_as_their_values(tmp_path):
     """A loop prints the group it just scored ([0, 1], or ['0.80', '0.01'] as strings), a count out of a total
     (correct=3/4) and short names (avg_loss, acc): a list is its mean, its spread the step's reward_std, and a group

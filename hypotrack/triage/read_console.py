@@ -10,9 +10,13 @@
   step, and a row of numbers a step beneath it, the cells split by `|` or a box line, `Step | Reward |  KL` then
   `  12 |  0.250 | 0.01`; its column names are read as keys (lower case, spaces as `_`: `Grad Norm` is
   grad_norm), where neither of the above is found;
-- a hand-written loop prints a progress line a step, `  12/100 | loss=0.0123 | reward=0.250` or `step 12
-  loss=0.01 reward=0.25`: its step and key=value pairs, read where none of the above is found. Its names are read
-  as keys.py reads a hand-written loop's (`avg_loss` is the loss, `acc` an accuracy); a count out of a total
+- a hand-written loop prints a progress line a step, `  12/100 | loss=0.0123 | reward=0.250`, `step 12
+  loss=0.01 reward=0.25` or `Epoch:[1/1](12/500), Reward: 0.31, KL_ref: 0.002, Avg Len: 129`: its step, then its
+  key=value or `Name: value` pairs, read where none of the above is found. The step is `step 12`, or a count out of
+  a total printed before the pairs (one after them, `Rewards: [1, 0] (1/2 rendered)`, is not the step), the run's
+  steps where the line also counts epochs (`[1/1](12/500)`: the larger total). A name of
+  words is read lower case with `_` for its spaces (`Avg Response Len` is avg_response_len), and as keys.py reads
+  a hand-written loop's names (`avg_loss` is the loss, `acc` an accuracy, `KL_ref` the kl); a count out of a total
   (`correct=3/4`) is its share, and a list (`rewards=[0, 1]`, `rewards=['0.80', '0.01']`) its mean. A list of
   rewards is the completions' own: its spread is the step's reward_std, and where every such list of the log holds
   at most GROUP_LIST_MAX rewards it is read as one group (a hand-written loop prints the group it just scored), tied
@@ -35,7 +39,10 @@ from .values import STEP_KEYS, decode_text, non_empty, number
 
 # A tqdm bar's position: "  5/100 [00:10<03:10, ...]".
 BAR = re.compile(r"(\d+)/(\d+) \[")
-# A Python dict of str keys as print() writes it; values never hold braces.
+# A Python dict of str keys as print() writes it; values never hold braces. transformers' Trainer adds the epoch to
+# every dict it logs, so a printed dict counts as a training step where it has the epoch, a step or a quantity of the
+# update (STEP_KEYS_ANY less the reward): a dict of rewards alone is one completion's scores, which a loop prints
+# beside each sample it shows (`Metrics: {'format_reward': 1.0, 'reward': 1.0}`).
 PRINTED_DICT = re.compile(r"\{'[^{}\n]*\}")
 # print() writes float('nan') and float('inf') bare, which literal_eval does not read.
 BARE_NONFINITE = re.compile(r"(?<=[:,\[] )(-?(?:nan|inf))(?=[,}\]])")
@@ -45,9 +52,13 @@ VERL_STEP = re.compile(r"\bstep:(\d+) - (.*)$")
 VERL_PAIR = re.compile(rf"([^\s:]+):\s*({NUMBER})(?=\s|$)")
 # A hand-written loop's progress line: its step ("12/100", "step 12", "step=12") and key=value pairs, among them a
 # metric every trainer logs: "[run]  12/100 | loss=0.0123 | reward=0.250".
-LOOP_STEP = re.compile(r"(?:\bstep\s*[=:]?\s*(\d+)\b|(?<![\w./])(\d+)/\d+(?![\w./]))", re.IGNORECASE)
+LOOP_STEP = re.compile(r"\bstep\s*[=:]?\s*(\d+)\b", re.IGNORECASE)
+LOOP_COUNT = re.compile(r"(?<![\w./])(\d+)/(\d+)(?![\w./])")
 LOOP_LIST = rf"\[\s*(?:['\"]?{NUMBER}['\"]?\s*,\s*)*['\"]?{NUMBER}['\"]?\s*\]"
-LOOP_PAIR = re.compile(rf"(?<![\w/.])([A-Za-z_][\w/.]*)\s*=\s*({LOOP_LIST}|{NUMBER}(?:/\d+)?)(?![\w.])")
+LOOP_VALUE = rf"({LOOP_LIST}|{NUMBER}(?:/\d+)?)(?![\w.])"
+LOOP_PAIR = re.compile(rf"(?<![\w/.])([A-Za-z_][\w/.]*)\s*=\s*{LOOP_VALUE}")
+# `Name: value`, the name a few words after a separator (line start, ",", "|", ";" or a wide gap): "Adv Std: 0.93".
+LOOP_COLON_PAIR = re.compile(rf"(?:^|[,|;]|\s{{2}})\s*([A-Za-z_][\w/.]*(?: [A-Za-z_][\w/.]*){{0,3}})\s*:\s*{LOOP_VALUE}")
 # A printed list of at most this many rewards is one group's (num_generations is 2-16 in the runs users keep).
 GROUP_LIST_MAX = 16
 # A printed table's cells, split by "|" or a box-drawing line (rich, tabulate); a timestamp or logger prefix is a cell.
@@ -60,7 +71,8 @@ TABLE_STEP_NAMES = frozenset(name.lower() for name in STEP_KEYS) | {"iter", "upd
 NOT_A_STEP = (*EVAL_PREFIXES, "train_runtime")
 # What this module reads, for the messages that say a file holds none of it.
 CONSOLE_FORMATS = ("the {'loss': ..., 'reward': ...} dicts transformers' Trainer prints, verl's 'step:N - key:value' "
-                   "lines, a table headed 'Step | Reward | ...', a loop's 'step 12 | loss=... | reward=...' lines")
+                   "lines, a table headed 'Step | Reward | ...', a loop's 'step 12 | loss=... | reward=...' or "
+                   "'step 12, Reward: ..., KL: ...' lines")
 STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy")
 
 
@@ -158,13 +170,27 @@ def _table_header(cells: list[str]) -> int | None:
 def _loop_line(line: str) -> tuple[int, list[tuple[str, list[float]]]] | None:
     """(step, pairs) of a hand-written loop's progress line, each value as the numbers it holds (one, or a list's),
     or None."""
-    step = LOOP_STEP.search(line)
-    if not step:
+    found = [(match.start(), match.group(1), match.group(2)) for match in LOOP_PAIR.finditer(line)]
+    found += [(match.start(1), re.sub(r"\s+", "_", match.group(1).lower()), match.group(2))
+              for match in LOOP_COLON_PAIR.finditer(line)]
+    if not found:
         return None
-    pairs = [(key, _loop_value(value)) for key, value in LOOP_PAIR.findall(line)]
-    if not any(key in STEP_KEYS_ANY or key.startswith("rewards/") or hand_written(key) for key, _ in pairs):
+    step = _loop_step(line, min(start for start, _, _ in found))
+    pairs = [(key, _loop_value(value)) for _, key, value in sorted(found)]
+    if step is None or not any(key in STEP_KEYS_ANY or key.startswith("rewards/") or hand_written(key)
+                               for key, _ in pairs):
         return None
-    return int(step.group(1) or step.group(2)), pairs
+    return step, pairs
+
+
+def _loop_step(line: str, pairs_start: int) -> int | None:
+    """A progress line's step: `step 12` (`step=12:` among its pairs too), else the count out of the largest total
+    printed before its pairs."""
+    named = LOOP_STEP.search(line)
+    if named:
+        return int(named.group(1))
+    counts = [(int(total), int(count)) for count, total in LOOP_COUNT.findall(line[:pairs_start])]
+    return max(counts)[1] if counts else None
 
 
 def _loop_value(text: str) -> list[float]:
@@ -269,7 +295,9 @@ def _is_evaluation(values: dict) -> bool:
 
 def _is_step(values: dict) -> bool:
     keys = [key.removeprefix("train/") for key in values]
-    return (not all(key.startswith(NOT_A_STEP) for key in keys)
+    of_a_step = "epoch" in keys or any(key in STEP_KEYS for key in keys)
+    updated = any(key in STEP_KEYS_ANY and key != "reward" for key in keys)
+    return (not all(key.startswith(NOT_A_STEP) for key in keys) and (of_a_step or updated)
             and any(key in STEP_KEYS_ANY or key.startswith("rewards/") for key in keys))
 
 
