@@ -271,6 +271,33 @@ def test_10_a_flat_run_whose_policy_barely_moves_is_named(hypotheses):
     assert report.as_json()["progress"]["verdict"] == "updates too small to move the policy"
 
 
+def test_10_a_flat_run_with_no_kl_whose_gradient_flows_names_small_updates_by_elimination(hypotheses):
+    """gsm8k-grpo at lr 1e-6 (its author's sweep; 2e-5 learns to 0.88): accuracy 0.12 -> 0.17, reward std 0.31-0.37
+    (groups vary), grad norm ~0.45, no kl, entropy or learning rate logged. Nothing shows the policy move or not:
+    small updates are named by elimination, as a suspect at the threshold, and the report says so."""
+    report = triage(str(corpus("gsm8kgrpo__lr_1e-6")), hypotheses)
+    assert report.progress.state == "flat"
+    assert report.progress.verdict == "updates likely too small to move the policy", report.progress.sentence()
+    assert "no kl is logged" in report.progress.verdict_why
+    assert [(e.id, e.evidence) for e in report.suspects()] == [("h26", 0.5)], report.ranking_record()
+
+
+def test_10_a_flat_run_under_a_large_learning_rate_is_no_small_update(hypotheses):
+    """The same numbers under a logged learning rate at the top of GRPO recipes' (1e-4 or more) are not read as small
+    updates: gsm8k-grpo's lr 1e-6 run, given a logged rate of 2e-4."""
+    rows = json.loads(next(corpus("gsm8kgrpo__lr_1e-6").parent.glob("*.json")).read_text())
+    log = RunLog(source="gsm8k-grpo lr 1e-6, rate 2e-4", kind="json")
+    for row in rows:
+        for key in ("reward_mean", "reward_std", "grad_norm", "accuracy"):
+            log.add(key, row["step"], row[key])
+        log.add("learning_rate", row["step"], 2e-4)
+    from hypotrack.triage.progress import run_progress
+
+    canon = canonical(log).log
+    add_derived(canon, assign_roles(canon, reward_functions(canon), None))
+    assert run_progress(canon).verdict == ""
+
+
 def test_9_a_terminal_capture_pasted_into_markdown_is_read_as_its_console_log(hypotheses):
     """trl_DAPO keeps its run as a terminal capture in a Markdown file (run_terminal.md): TRL's dict lines among
     tqdm bars and notes, which triage reads as the console log they are."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from .progress import STILL, Progress
+from .progress import STILL, STILL_UNSEEN, Progress
 from .roles import Roles
 from .runlog import HAND_WRITTEN, STEPS_ASSUMED, Points, RunLog
 
@@ -220,10 +220,12 @@ def _learning_rate_spent(log: RunLog) -> None:
 
 
 def add_still_reading(log: RunLog, progress: Progress) -> None:
-    """policy/still (definitions/triage.py): 1 on a run the progress names still, 0 on any other run that logged a kl
-    to read it from, nothing where none was logged (a level entropy alone cannot tell a still policy)."""
+    """policy/still (definitions/triage.py): 1 on a run the progress names still, 0.5 where it reads it so by
+    elimination (no kl logged), 0 on any other run that logged a kl to read it from, nothing else."""
     steps = [step for step, _ in log.series.get("task_reward/mean") or log.series.get("reward", [])]
-    if steps and any(value > 0 for _, value in log.series.get("kl", [])):
+    if steps and progress.verdict == STILL_UNSEEN:
+        log.series["policy/still"] = [(steps[-1], 0.5)]
+    elif steps and any(value > 0 for _, value in log.series.get("kl", [])):
         log.series["policy/still"] = [(steps[-1], 1.0 if progress.verdict == STILL else 0.0)]
 
 

@@ -24,7 +24,12 @@ while it improves on them. The training reward's reading is named beside it.
 A flat run is read further: one whose task reward averages CEILING_SHARE of its passing score or more in its first
 and its last quarter is already near its ceiling (little left to learn on its prompts, so what the signatures read
 is present but not holding it back); one whose policy barely moves though its groups carry advantages has updates
-too small to move it (h26's reading).
+too small to move it (h26's reading). Where no kl is logged to show how far the policy moved, a flat run whose groups
+carry advantages and whose gradients flow (a grad norm above 0, an entropy that stays level where logged) is read the
+same way by elimination, and said so: its updates have a direction and a gradient, yet the reward does not move,
+which an update too small for the model explains and nothing in such logs argues against. A logged learning rate of
+STILL_LR_MAX or more argues against it: that is the top of the rates GRPO recipes use (1e-6 to 1e-5 for full
+fine-tuning, up to 2e-4 for LoRA adapters), where a level reward has other causes.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ LEARNING, FLAT, WORSE, UNKNOWN = "learning", "flat", "getting worse", "unknown"
 # STILL_KL_MAX nats per token over the last STILL_WINDOW logged steps, and (where logged) an entropy that changed by
 # at most STILL_ENTROPY_CHANGE of where it started.
 STILL = "updates too small to move the policy"
+STILL_UNSEEN = "updates likely too small to move the policy"  # the same reading, with no kl logged to confirm it
 # A flat run whose task reward averages at least CEILING_SHARE of its passing score (an accuracy's 1) in its first
 # quarter and its last: at most a sixth of the most it can score is left, so a level reward there is a run with
 # little left to learn on its training prompts, not one held back.
@@ -56,6 +62,7 @@ STILL_TIED_MAX = 0.5
 STILL_KL_MAX = 0.01
 STILL_ENTROPY_CHANGE = 0.1
 STILL_WINDOW = 10
+STILL_LR_MAX = 1e-4
 
 
 @dataclass
@@ -118,7 +125,9 @@ def run_progress(log: RunLog, diverged: tuple[str, int] | None = None, heldout: 
         progress.why = f"; it diverged at step {diverged[1]}: {diverged[0]}"
         return progress
     if diverged is None and progress.state == FLAT:
-        for verdict, why in ((CEILING, _near_ceiling(progress, _pass_value(log))), (STILL, _policy_still(log))):
+        still, seen = _policy_still(log)
+        for verdict, why in ((CEILING, _near_ceiling(progress, _pass_value(log))),
+                             (STILL if seen else STILL_UNSEEN, still)):
             if why:
                 progress.verdict, progress.verdict_why = verdict, why
                 break
@@ -165,37 +174,48 @@ def _window(values: list[float]) -> int:
     return max(1, min(STILL_WINDOW, len(values) // 4))
 
 
-def _policy_still(log: RunLog) -> str:
+def _policy_still(log: RunLog) -> tuple[str, bool]:
     """Why a flat run's updates look too small to move the policy, or '' when the logs do not say so: groups have
-    reward variance to learn from, yet the policy stays at its reference (kl) and keeps its entropy."""
+    reward variance to learn from, yet the policy stays at its reference (kl) and keeps its entropy; and whether a
+    logged kl saw it (else it is read by elimination: no kl, a gradient that flows, a level entropy where logged)."""
     tied = [v for _, v in log.series.get("frac_reward_zero_std", [])]
     stds = [v for _, v in log.series.get("task_reward/std", log.series.get("reward_std", []))]
     if tied:
         if statistics.fmean(tied) > STILL_TIED_MAX:
-            return ""
+            return "", False
         signal = f"{statistics.fmean(tied):.0%} of groups tied on average, so most carry an advantage"
     elif stds and statistics.median(stds) > 0:
         signal = f"the reward varies within a step (median std {statistics.median(stds):.3g})"
     else:
-        return ""
-    # The kl to the reference is the reading of how far the policy moved; without it (no KL term, or one logged as
-    # 0) a level entropy says nothing: a policy can move far, 0.2-0.5 nats per token on its own samples in the toy
-    # lab's healthy runs, and keep its entropy.
-    kl = [v for _, v in log.series.get("kl", [])]
-    if not kl or max(kl) <= 0:
-        return ""
-    last = statistics.fmean(kl[-_window(kl):])
-    if last > STILL_KL_MAX:
-        return ""
-    moved = [f"kl {last:.2g} over the last steps"]
+        return "", False
+    moved: list[str] = []
     entropy = [v for _, v in log.series.get("entropy", [])]
     if len(entropy) >= 4 and statistics.fmean(entropy[:_window(entropy)]) > 0:
         first, last = statistics.fmean(entropy[:_window(entropy)]), statistics.fmean(entropy[-_window(entropy):])
         if abs(last / first - 1) > STILL_ENTROPY_CHANGE:
-            return ""
+            return "", False
         moved.append(f"entropy {first:.3g} -> {last:.3g}")
-    return (f"{signal}, yet the policy barely moves ({'; '.join(moved)}): each update is too small to change what it "
-            "samples (a learning rate or gradient clipping too small for the model, or too few steps)")
+    # The kl to the reference is the reading of how far the policy moved; without it (no KL term, or one logged as
+    # 0) a level entropy says little: a policy can move far, 0.2-0.5 nats per token on its own samples in the toy
+    # lab's healthy runs, and keep its entropy.
+    kl = [v for _, v in log.series.get("kl", [])]
+    if kl and max(kl) > 0:
+        last = statistics.fmean(kl[-_window(kl):])
+        if last > STILL_KL_MAX:
+            return "", False
+        return (f"{signal}, yet the policy barely moves ({'; '.join([f'kl {last:.2g} over the last steps', *moved])}): "
+                "each update is too small to change what it samples (a learning rate or gradient clipping too small "
+                "for the model, or too few steps)"), True
+    grads = [v for _, v in log.series.get("grad_norm", []) if math.isfinite(v)]
+    rates = [v for _, v in log.series.get("learning_rate", [])]
+    if not grads or statistics.median(grads) <= 0 or (rates and max(rates) >= STILL_LR_MAX):
+        return "", False
+    flows = f"the gradient flows (median grad norm {statistics.median(grads):.3g}"
+    if rates:
+        moved.insert(0, f"learning rate at most {max(rates):.2g}")
+    return (f"{signal} and {flows}{''.join('; ' + said for said in moved)}), yet the reward does not move: no kl is logged "
+            "to show how far the policy moved, and an update too small for the model (a learning rate, LoRA rank or "
+            "step budget too small) is what explains such a run; log a small KL term (beta > 0) to confirm it"), False
 
 
 def _near_ceiling(progress: Progress, pass_value: float) -> str:
