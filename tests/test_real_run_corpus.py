@@ -31,12 +31,10 @@ OUTCOMES = {"learned", "flat", "worse", "unclear"}
 CORPUS_OWN_FILES = {"corpus.yaml", ".gitignore"}
 # Logs triage cannot read yet, each with what stops it; an entry comes out when its reader is fixed.
 NOT_READ_YET: dict[str, str] = {
-    # holdout logs added with the corpus at 75 logs: their readers would be written on the holdout, so they wait for
-    # a fit-half log of the same shape
-    "minimind__grpo_v1_rm": "a hand-written loop's 'Epoch:[1/1](n/N), Reward: x, KL_ref: y, ...' lines",
-    "minimind__grpo_v2_r1": "a hand-written loop's 'Epoch:[1/1](n/500), Reward: x, Fmt: y, Correct: z, ...' lines",
-    "widgetanchor__glm41v_grpo": "a hand-written loop's 'GRPO step N/500 | loss ... | mean_reward ...' lines among its "
-                                 "prints",
+    # A holdout log whose per-sample score dicts were once read as its steps: what it prints per iteration has no
+    # step on the line, and a reader for it would be written on the holdout.
+    "a5damek__grpo_train_loop": "a loop's 'Percentage of correct examples: x' per iteration, with no step on the line, "
+                                "among sample completions' 'Metrics: {...}' dicts (no steps)",
 }
 
 
