@@ -257,7 +257,7 @@ def test_8_tied_groups_of_solved_prompts_are_no_suspect(hypotheses):
 def test_9_every_format_of_the_fit_half_is_read(hypotheses):
     entries = [e for e in yaml.safe_load((CORPUS_DIR / "corpus.yaml").read_text())["entries"] if e["half"] == "fit"]
     for entry in entries:
-        report = triage(str(corpus(entry["slug"])), hypotheses)
+        report = triage(str(corpus(entry["slug"])), hypotheses, run=entry.get("run_name"))
         assert report.steps >= 1, entry["slug"]
 
 
@@ -296,6 +296,30 @@ def test_10_a_flat_run_under_a_large_learning_rate_is_no_small_update(hypotheses
     canon = canonical(log).log
     add_derived(canon, assign_roles(canon, reward_functions(canon), None))
     assert run_progress(canon).verdict == ""
+
+
+def test_9_a_loops_name_colon_value_lines_are_read(hypotheses):
+    """GRPO-ZERO-ES-ZO's countdown run prints "Step N/15, reward: ..., success: ..., format: ..., loss: ...,
+    grad_norm: ...": 15 steps, the reward 0.079 at step 1 and 0.161 at step 15."""
+    log = read_source(str(corpus("grpozeroeszo__countdown_grpo")))
+    assert [step for step, _ in log.series["reward"]] == list(range(1, 16))
+    assert log.series["reward"][0][1] == pytest.approx(0.079, abs=5e-4)
+    assert log.series["reward"][-1][1] == pytest.approx(0.161, abs=5e-4)
+
+
+def test_3_a_kl_that_spikes_is_the_kl_terms_and_no_wrong_reference_or_high_rate(hypotheses):
+    """rl_grpo_qwen_math's Monarch run 3: reward 0.14 in every quarter; the loop's kl_divergence reads thousandths on
+    most steps and spikes to 30-1547 on others, its policy_loss about half or a fifth of the kl there. The authors:
+    the reference drifted and the KL gradient dominated (h03). The policy_loss is the loop's loss (the KL term enters
+    it at 0.5, R^2 0.93); a loop's step-0 kl of 5e-4 is its scoring floor (its run 12, which learned, reads 6e-4),
+    not a wrong reference (h18); early spikes the run's median kl does not keep threw no policy away (h16)."""
+    report = triage(str(corpus("grpoqwenmath__monarch_run3")), hypotheses)
+    assert report.progress.state == "flat"
+    suspects = [e.id for e in report.suspects()]
+    assert suspects[0] == "h03", report.ranking_record()
+    assert "h18" not in suspects and "h16" not in suspects, report.ranking_record()
+    learned = triage(str(corpus("grpoqwenmath__monarch_run12")), hypotheses)
+    assert learned.progress.state == "learning" and learned.suspects() == [], learned.ranking_record()
 
 
 def test_9_a_terminal_capture_pasted_into_markdown_is_read_as_its_console_log(hypotheses):

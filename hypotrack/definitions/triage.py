@@ -73,15 +73,17 @@ DERIVED_METRICS: dict[str, str] = {
                                   "two cannot be told apart): near 0 when every prompt has the same length, as "
                                   "when a prompt budget cuts them all",
     "kl/first_step": "the kl logged at step 1 alone, before any update (absent when the first logged row averages "
-                     "several steps, logging_steps > 1): 0 when the reference is the starting policy",
+                     "several steps, logging_steps > 1, and in a hand-written loop's log, whose first step may carry "
+                     "its scoring's numerical floor): 0 when the reference is the starting policy",
     "sampling/summed_weight_off": "1 at a step where a vLLM importance weight (TRL's importance_sampling_ratio min or "
                                   "max) is outside [0.8, 1.25] and beyond the step's largest per-token gap "
                                   "(sampling_logp_difference/max), so a completion's summed gap made it; else 0",
     "kl/lowest": "run: how far below 0 the kl reads: TRL's k3 (never below 0), its lowest logged value; a hand-written "
                  "loop's (which may be the signed mean log-ratio, below 0 at some steps by noise), the upper end of its "
                  "mean's one-sided 95% interval",
-    "kl/early_rise": "run: the mean kl over the first three logged rows minus the first row's: how far the first "
-                     "updates moved the policy (a KL already there at step 1 does not rise)",
+    "kl/early_rise": "run: the mean kl over the first three logged rows minus the first row's, at most the run's "
+                     "median kl minus the first row's: how far the first updates moved the policy and kept it (a KL "
+                     "already there at step 1 does not rise, nor a few spiking rows)",
     "kl/implied_coefficient": "run: the coefficient the logged kl enters the logged loss with: loss / kl at steps "
                               "where every group tied (no policy term, so exactly the KL coefficient), else least "
                               "squares of loss on kl through 0, kept only where it explains half the loss or more "

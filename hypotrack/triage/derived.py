@@ -260,17 +260,26 @@ def _first_step_kl(log: RunLog) -> None:
     covers step 1 alone says it. With logging_steps 5 the first row averages steps 1-5, in which the policy
     moved, so a small, growing KL there says nothing about the reference. kl/early_rise is how much the KL
     grew over the first logged steps (their mean over the first row's): a policy that jumps away from where
-    it started; a KL already there at step 1, that never grows, does not rise.
+    it started; a KL already there at step 1, that never grows, does not rise. A policy thrown that far stays
+    about that far, so the rise counts only as far as the run's median KL keeps it: an estimator that spikes on a
+    few early rows and reads thousandths on the rows between them did not move the policy.
+
+    Only TRL's step-1 KL is read as the reference's: it scores the policy and the reference with one model and
+    one kernel there, so a correct reference reads 0. A hand-written loop (runlog.HAND_WRITTEN) often scores one
+    side in another engine, precision or batch (a vLLM generator's logprobs), and its first step carries that
+    floor (5e-4 in a loop that went on to learn).
     """
     points = log.series.get("kl", [])
     if not points:
         return
     first_step, first = points[0]
-    if first_step <= 1 and log.params.get("logging_steps", "1") in ("1", "1.0") and not log.params.get(STEPS_ASSUMED):
+    if (first_step <= 1 and log.params.get("logging_steps", "1") in ("1", "1.0") and not log.params.get(STEPS_ASSUMED)
+            and not log.params.get(HAND_WRITTEN)):
         _put(log, "kl/first_step", [(first_step, first)])
     early = [value for _, value in points[:EARLY_ROWS]]
     if len(early) == EARLY_ROWS:
-        _put(log, "kl/early_rise", [(_run_value(log), statistics.fmean(early) - first)])
+        kept = statistics.median(value for _, value in points) - first
+        _put(log, "kl/early_rise", [(_run_value(log), min(statistics.fmean(early) - first, kept))])
 
 
 def _lowest_kl(log: RunLog) -> None:
@@ -317,7 +326,9 @@ def _implied_kl_coefficient(log: RunLog) -> None:
     loss that is mostly that term (R^2 of 0.001) is noise, not the run's beta.
     """
     kl = _by_step(log, "kl")
-    loss = _by_step(log, "loss")
+    # A hand-written loop that logs no loss but a policy_loss logs what it backpropagates under that name (TRL's
+    # policy_loss is the policy term beside its loss).
+    loss = _by_step(log, "loss") or (_by_step(log, "policy_loss") if log.params.get(HAND_WRITTEN) else {})
     pairs = [(kl[s], loss[s]) for s in kl if s in loss]
     scale = sum(k * k for k, _ in pairs)
     if len(pairs) < 3 or scale <= 1e-12:

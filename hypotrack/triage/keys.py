@@ -56,6 +56,7 @@ OTHER_TRAINERS = {
     "avg_response_token_length": "completions/mean_length",
     "lr": "learning_rate",
     "clip_frac": "clip_ratio/region_mean",  # the share of tokens whose ratio the clip bounds
+    "clip_fraction": "clip_ratio/region_mean",
 }
 # Hand-written loops also wrap a quantity's name in the statistic they logged of it and in their split (rewards_avg,
 # train_accuracies_avg, mean_kl): the quantity underneath, singular, is what triage reads. An accuracy or a
@@ -64,10 +65,10 @@ HAND_WRITTEN_QUANTITIES = {
     "reward": "reward", "kl": "kl", "entropy": "entropy", "grad_norm": "grad_norm", "loss": "loss",
     "accuracy": "rewards/accuracy/mean", "acc": "rewards/accuracy/mean", "correct": "rewards/correct/mean",
     "correctness": "rewards/correctness/mean",
-    "kl_ref": "kl",  # the KL to the reference, as MiniMind-style loops name it
+    "kl_ref": "kl", "kl_divergence": "kl",  # the KL to the reference, as MiniMind-style and other loops name it
     "response_len": "completions/mean_length", "len": "completions/mean_length",
 }
-HAND_WRITTEN_WRAPPERS = (("train_", ""), ("actor_", ""), ("avg_", ""), ("mean_", ""), ("", "_avg"), ("", "_mean"))
+HAND_WRITTEN_WRAPPERS = (("train_", ""), ("actor_", ""), ("policy_", ""), ("avg_", ""), ("mean_", ""), ("", "_avg"), ("", "_mean"))
 PLURALS = {"rewards": "reward", "accuracies": "accuracy"}
 # Keys whose quantity TRL logs in another form: the key -> (TRL's name, the conversion). Tinker logs the share of
 # groups whose completions scored differently (frac_mixed); TRL the share whose rewards all tied.
