@@ -101,8 +101,7 @@ DERIVED_METRICS: dict[str, str] = {
                     "and an entropy within 10% of its start where logged): the progress's 'updates too small to move "
                     "the policy'; 0.5 on such a run with no kl logged whose gradient flows (a grad norm above 0) "
                     "and whose entropy stays level where logged, under a learning rate below 1e-4 where logged, the "
-                    "same reading by elimination; 0 on any other run "
-                    "that logged a kl (absent without one)",
+                    "same reading by elimination; 0 on any other run that logged a kl (absent without one)",
     "kl/loss_fit": "run: the share of the logged loss that the fitted KL term accounts for (R^2 through 0): near 1 "
                    "when the KL term makes up the loss, near 0 when the policy term's noise does",
 }

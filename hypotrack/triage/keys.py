@@ -68,7 +68,8 @@ HAND_WRITTEN_QUANTITIES = {
     "kl_ref": "kl", "kl_divergence": "kl",  # the KL to the reference, as MiniMind-style and other loops name it
     "response_len": "completions/mean_length", "len": "completions/mean_length",
 }
-HAND_WRITTEN_WRAPPERS = (("train_", ""), ("actor_", ""), ("policy_", ""), ("avg_", ""), ("mean_", ""), ("", "_avg"), ("", "_mean"))
+HAND_WRITTEN_WRAPPERS = (("train_", ""), ("actor_", ""), ("policy_", ""), ("avg_", ""), ("mean_", ""), ("", "_avg"),
+                         ("", "_mean"))
 PLURALS = {"rewards": "reward", "accuracies": "accuracy"}
 # Keys whose quantity TRL logs in another form: the key -> (TRL's name, the conversion). Tinker logs the share of
 # groups whose completions scored differently (frac_mixed); TRL the share whose rewards all tied.
