@@ -237,6 +237,17 @@ def test_a_hand_written_loops_step_key_and_evaluation_records(tmp_path):
     assert read_source(str(csv)).series["mean_reward"][-1] == (6, 0.6)
 
 
+def test_a_loops_csv_keyed_by_its_update_count_is_read_with_its_names(tmp_path):
+    """A pipeline's per-update CSV: the `update` column is the step; its zero-advantage group share is TRL's tied
+    share, its truncation rate the clipped share, and its policy_entropy_mean and grpo_loss the entropy and loss."""
+    csv = tmp_path / "grpo_training_metrics.csv"
+    csv.write_text("update,reward_mean,zero_advantage_group_fraction,truncation_rate,policy_entropy_mean,grpo_loss\n"
+                   + "".join(f"{u},{u / 10},0.25,0.5,0.9,0.01\n" for u in range(1, 7)))
+    log = canonical(read_source(str(csv))).log
+    assert log.series["reward"][-1] == (6, 0.6) and log.series["frac_reward_zero_std"][0] == (1, 0.25)
+    assert {"completions/clipped_ratio", "entropy", "loss"} <= set(log.series)
+
+
 def test_a_console_log_of_an_sft_warm_up_then_grpo_reads_the_grpo_training(tmp_path):
     """An Unsloth-style script prints its SFT warm-up's dicts, then GRPO's, in one log: the GRPO training is read,
     on its own steps, and the report says what was left out."""

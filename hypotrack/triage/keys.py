@@ -57,6 +57,8 @@ OTHER_TRAINERS = {
     "lr": "learning_rate",
     "clip_frac": "clip_ratio/region_mean",  # the share of tokens whose ratio the clip bounds
     "clip_fraction": "clip_ratio/region_mean",
+    "truncation_rate": "completions/clipped_ratio",  # the share of completions cut at the length budget
+    "zero_advantage_group_fraction": "frac_reward_zero_std",  # a group whose rewards tie has every advantage 0
 }
 # Hand-written loops also wrap a quantity's name in the statistic they logged of it and in their split (rewards_avg,
 # train_accuracies_avg, mean_kl): the quantity underneath, singular, is what triage reads. An accuracy or a
@@ -67,9 +69,10 @@ HAND_WRITTEN_QUANTITIES = {
     "correctness": "rewards/correctness/mean",
     "kl_ref": "kl", "kl_divergence": "kl",  # the KL to the reference, as MiniMind-style and other loops name it
     "response_len": "completions/mean_length", "len": "completions/mean_length",
+    "completion_length": "completions/mean_length",
 }
-HAND_WRITTEN_WRAPPERS = (("train_", ""), ("actor_", ""), ("policy_", ""), ("avg_", ""), ("mean_", ""), ("", "_avg"),
-                         ("", "_mean"))
+HAND_WRITTEN_WRAPPERS = (("train_", ""), ("grpo_", ""), ("actor_", ""), ("policy_", ""), ("avg_", ""), ("mean_", ""),
+                         ("", "_avg"), ("", "_mean"))
 PLURALS = {"rewards": "reward", "accuracies": "accuracy"}
 # Keys whose quantity TRL logs in another form: the key -> (TRL's name, the conversion). Tinker logs the share of
 # groups whose completions scored differently (frac_mixed); TRL the share whose rewards all tied.

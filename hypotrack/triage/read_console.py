@@ -65,7 +65,7 @@ GROUP_LIST_MAX = 16
 TABLE_BARS = "|│┃"
 TABLE_CELLS = re.compile(rf"\s*[{TABLE_BARS}]\s*")
 # What a table's step column is headed.
-TABLE_STEP_NAMES = frozenset(name.lower() for name in STEP_KEYS) | {"iter", "update", "it"}
+TABLE_STEP_NAMES = frozenset(name.lower() for name in STEP_KEYS) | {"iter", "it"}
 # Dicts that are not a training step: evaluation passes and the end-of-training summary; a printed config
 # or generation settings dict holds none of the keys every trainer's step log has.
 NOT_A_STEP = (*EVAL_PREFIXES, "train_runtime")

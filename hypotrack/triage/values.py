@@ -13,7 +13,7 @@ from .runlog import RunLog
 # Step columns and keys, in the order a source is searched for one: a tracker's own counter (_step, W&B's row
 # number) comes after the trainer's global step, which is what the hypotheses' step windows mean.
 STEP_KEYS = ("step", "global_step", "train/global_step", "trainer/global_step", "training/global_step",
-             "_step", "Step", "grpo_step", "iteration", "progress/step")  # the last three: hand-written GRPO loops
+             "_step", "Step", "grpo_step", "iteration", "progress/step", "update")  # the last four: hand-written loops
 
 # A number written as an object's text: `tensor(0.4500)`, `tensor(0.45, device='cuda:0')`, `np.float64(0.3)`.
 WRAPPED_NUMBER = re.compile(r"^\s*(tensor|(np|numpy|torch)\.\w+)\(\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*[,)]")
