@@ -279,6 +279,8 @@ def test_a_hand_written_loops_progress_lines(tmp_path, line):
 @pytest.mark.parametrize("line", [
     "Epoch:[1/1]({s}/500), Reward: {reward:.4f}, KL_ref: 0.0004, Adv Std: 0.92, Actor Loss: {loss:.4f}, Avg Len: 129",
     "GRPO step {s}/500 | loss: {loss:.4f} | mean_reward: {reward:.4f} | KL: 0.0001 | clip_frac: 0.000 | lr: 0.000001",
+    "2026-04-26 03:38:38,120 - INFO - Step {s}: loss: {loss:.4f} mean_reward: {reward:.4f} kl: 0.01",
+    "[{s}/10] - loss: {loss:.4f} - mean_reward: {reward:.4f} - grad_norm: 0.3",
 ])
 def test_a_loops_name_colon_value_lines(tmp_path, line):
     """A loop that prints `Name: value` pairs after its step: names of words are read as keys (`Avg Len` is
@@ -289,9 +291,9 @@ def test_a_loops_name_colon_value_lines(tmp_path, line):
                     + "\n" for s in range(1, 11))
     path.write_text("Model Params: 30.03M\n" + steps)
     log = read_source(str(path))
-    assert log.kind == "console" and [step for step, _ in log.series["loss" if "GRPO" in line else "actor_loss"]] \
+    assert log.kind == "console" and [step for step, _ in log.series["actor_loss" if "Epoch" in line else "loss"]] \
         == list(range(1, 11))
-    reward = log.series["mean_reward" if "GRPO" in line else "reward"]
+    reward = log.series["reward" if "Epoch" in line else "mean_reward"]
     assert reward[2] == (3, 0.06) and len(reward) == 10
     assert canonical_name("kl_ref") == "kl" and canonical_name("avg_len") == "completions/mean_length"
     assert canonical_name("actor_loss") == "loss" and canonical_name("clip_frac") == "clip_ratio/region_mean"

@@ -57,8 +57,10 @@ LOOP_COUNT = re.compile(r"(?<![\w./])(\d+)/(\d+)(?![\w./])")
 LOOP_LIST = rf"\[\s*(?:['\"]?{NUMBER}['\"]?\s*,\s*)*['\"]?{NUMBER}['\"]?\s*\]"
 LOOP_VALUE = rf"({LOOP_LIST}|{NUMBER}(?:/\d+)?)(?![\w.])"
 LOOP_PAIR = re.compile(rf"(?<![\w/.])([A-Za-z_][\w/.]*)\s*=\s*{LOOP_VALUE}")
-# `Name: value`, the name a few words after a separator (line start, ",", "|", ";" or a wide gap): "Adv Std: 0.93".
-LOOP_COLON_PAIR = re.compile(rf"(?:^|[,|;]|\s{{2}})\s*([A-Za-z_][\w/.]*(?: [A-Za-z_][\w/.]*){{0,3}})\s*:\s*{LOOP_VALUE}")
+# `Name: value`, the name a few words after a separator (line start, ",", "|", ";", ":", " - ", a wide gap, or the
+# space after the last value): "Adv Std: 0.93", "Step 5: loss: 0.1 reward: 0.5".
+LOOP_COLON_PAIR = re.compile(rf"(?:^|[,|;:]|\s[-–]\s|\s{{2}}|(?<=[\d\]])\s)\s*"
+                             rf"([A-Za-z_][\w/.]*(?: [A-Za-z_][\w/.]*){{0,3}})\s*:\s*{LOOP_VALUE}")
 # A printed list of at most this many rewards is one group's (num_generations is 2-16 in the runs users keep).
 GROUP_LIST_MAX = 16
 # A printed table's cells, split by "|" or a box-drawing line (rich, tabulate); a timestamp or logger prefix is a cell.
