@@ -20,6 +20,7 @@ import yaml
 from hypotrack.triage.api import triage
 from hypotrack.triage.derived import add_derived
 from hypotrack.triage.keys import canonical, reward_functions
+from hypotrack.triage.progress import run_progress
 from hypotrack.triage.roles import assign_roles, default_task, task_candidates
 from hypotrack.triage.runlog import RunLog
 from hypotrack.triage.sources import read_source
@@ -291,8 +292,6 @@ def test_10_a_flat_run_under_a_large_learning_rate_is_no_small_update(hypotheses
         for key in ("reward_mean", "reward_std", "grad_norm", "accuracy"):
             log.add(key, row["step"], row[key])
         log.add("learning_rate", row["step"], 2e-4)
-    from hypotrack.triage.progress import run_progress
-
     canon = canonical(log).log
     add_derived(canon, assign_roles(canon, reward_functions(canon), None))
     assert run_progress(canon).verdict == ""
