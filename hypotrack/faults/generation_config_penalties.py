@@ -5,9 +5,7 @@ frequency_penalty unset."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +42,7 @@ class GenerationConfigPenalties(PlantedFault):
         """A copy of the model's folder whose generation_config.json carries the penalty, built once beside the toy
         models."""
         from hypotrack.toy.lab import resolve_model
-        from hypotrack.toy.warmstart import cache_root
+        from hypotrack.toy.warmstart import cache_root, publish_folder
 
         source = Path(resolve_model(model))
         if not source.is_dir():
@@ -52,18 +50,15 @@ class GenerationConfigPenalties(PlantedFault):
         target = cache_root() / "planted" / f"{source.name}-presence{self.config.presence_penalty:g}"
         if (target / "generation_config.json").exists():
             return target
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=target.name + ".tmp-", dir=target.parent))
-        for item in source.iterdir():
-            if item.is_file():
-                shutil.copy2(item, staging / item.name)
-        path = staging / "generation_config.json"
-        config = json.loads(path.read_text()) if path.exists() else {}
-        config.pop("_from_model_config", None)  # transformers rebuilds such a config from the model's, dropping extras
-        config["presence_penalty"] = self.config.presence_penalty
-        path.write_text(json.dumps(config, indent=2))
-        try:
-            os.replace(staging, target)
-        except OSError:  # another arm published it first
-            shutil.rmtree(staging, ignore_errors=True)
-        return target
+
+        def copy_with_penalty(folder: Path) -> None:
+            for item in source.iterdir():
+                if item.is_file():
+                    shutil.copy2(item, folder / item.name)
+            path = folder / "generation_config.json"
+            config = json.loads(path.read_text()) if path.exists() else {}
+            config.pop("_from_model_config", None)  # transformers rebuilds such a config from the model's, dropping extras
+            config["presence_penalty"] = self.config.presence_penalty
+            path.write_text(json.dumps(config, indent=2))
+
+        return publish_folder(target, copy_with_penalty)

@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 # Bump when anything that changes the built weights changes (recipe, tasks, model, tokenizer):
@@ -141,17 +142,32 @@ def build(name: str, seed: int = 0, cache_dir: str | Path | None = None) -> Path
         try:
             t0 = time.perf_counter()
             model, tokenizer = train(name, seed)
-            tmp = Path(tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=final.parent))
-            try:
-                model.save_pretrained(str(tmp))
-                tokenizer.save_pretrained(str(tmp))
-                (tmp / "WARMSTART").write_text(
-                    f"model={name} seed={seed} version={VERSION} seconds={time.perf_counter() - t0:.1f}\n"
-                )
-                os.replace(tmp, final)  # atomic publish: readers see all files or none
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
+
+            def save(folder: Path) -> None:
+                model.save_pretrained(str(folder))
+                tokenizer.save_pretrained(str(folder))
+                (folder / "WARMSTART").write_text(
+                    f"model={name} seed={seed} version={VERSION} seconds={time.perf_counter() - t0:.1f}\n")
+
+            publish_folder(final, save)
         finally:
             torch.set_num_threads(threads)
+    return final
+
+
+def publish_folder(final: Path, fill: Callable[[Path], None]) -> Path:
+    """``final``, filled by ``fill`` in a staging folder beside it and renamed into place: readers see all its files
+    or none. Where another process published it first, its folder is kept and this one's dropped."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=final.name + ".tmp-", dir=final.parent))
+    try:
+        fill(staging)
+        os.replace(staging, final)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not final.is_dir():
+            raise
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return final
