@@ -299,6 +299,32 @@ def test_a_loops_name_colon_value_lines(tmp_path, line):
     assert canonical_name("actor_loss") == "loss" and canonical_name("clip_frac") == "clip_ratio/region_mean"
 
 
+def test_a_loops_step_blocks_are_read_one_quantity_a_line(tmp_path):
+    """A loop that prints a step as a block of lines: the line that opens it ("Step 3: sampled", "=== ROLLOUT
+    DETAILS (Step 3) ==="), then one quantity a line, echoed with a logger's prefix. A name printed more than once
+    in a block is a sample's ("[Sample 2] Reward:", "K=1, Reward=") and left out; a statistics line ("Rewards:
+    min=.., mean=.., std=..") gives each statistic; an evaluation's block keeps its quantities as the held-out
+    score's; camelCase names are words (GradNorm is grad_norm)."""
+    def block(s):
+        lines = [f"Step {s}: Sampled 2 prompts", "  K=1, Reward=1.000", "  K=1, Reward=0.212",
+                 f"=== ROLLOUT DETAILS (Step {s}) ===", "[Sample 1] Reward: 1.000", "[Sample 2] Reward: 0.212",
+                 f"Rewards: min=0.212, max=1.000, mean={s / 20:.3f}, std=0.381", f"Step {s} | Time: 17.28s",
+                 f"  Loss: {-s / 100:.4f}", f"  KL Divergence: {s / 1000:.4f}", "  GradNorm: 0.53"]
+        if s % 5 == 0:
+            lines += [f"=== EVALUATION (Step {s}) ===", f"Accuracy: {s / 40:.3f}"]
+        return "".join(f"{line}\n2025-08-27 18:48:51,115 | grpo_training | INFO | {line}\n" for line in lines)
+
+    path = tmp_path / "training_output.txt"
+    path.write_text("Loaded 200 training samples\n" + "".join(block(s) for s in range(1, 11)))
+    log = read_source(str(path))
+    assert log.kind == "console" and [step for step, _ in log.series["rewards_mean"]] == list(range(1, 11))
+    assert log.series["rewards_mean"][2] == (3, 0.15) and log.series["rewards_std"][0] == (1, 0.381)
+    assert log.series["loss"][9] == (10, -0.1) and log.series["grad_norm"][0] == (1, 0.53)
+    assert "reward" not in log.series and log.series["eval/accuracy"] == [(5, 0.125), (10, 0.25)]
+    named = canonical(log)
+    assert named.renamed["rewards_mean"] == "reward" and named.renamed["kl_divergence"] == "kl"
+
+
 def test_a_dict_of_rewards_alone_is_a_completions_scores_not_a_step(tmp_path):
     """A loop that shows sample completions prints each one's scores as a dict: with no epoch (transformers' Trainer
     logs it with every step), no step and nothing of the update, it is no training step."""
@@ -327,28 +353,35 @@ def test_a_loops_lists_counts_and_abbreviations_are_read_as_their_values(tmp_pat
     assert canonical_name("avg_loss") == "loss" and canonical_name("acc") == "rewards/accuracy/mean"
 
 
-def test_a_hand_written_loops_negative_kl_is_not_read_as_a_broken_kl(tmp_path):
-    """A loop may log the signed mean log-ratio (k1) as its kl, below 0 at some steps by noise; TRL's k3 never is.
-    A loop's kl is read on its mean over the run (below 0 on the whole: a wrong formula); TRL's on its lowest step."""
+def test_a_hand_written_loops_negative_kl_is_read_by_its_sign_convention(tmp_path):
+    """A loop's kl is its own estimator: the signed mean log-ratio (k1) goes below 0 at some steps by noise, and a loop
+    that logs log ref - log policy reads below 0 on the whole (minus the KL). Its sign is the loop's convention: a kl
+    below 0 on the whole is read with its sign turned, and neither is read as a broken KL (no kl/lowest). TRL's k3
+    is never below 0, so its lowest step is read."""
     from hypotrack.triage.derived import _lowest_kl
 
-    def lowest(path, kls):
+    def read(path, kls, name="kl"):
         if path.suffix == ".log":
-            path.write_text("".join(f"step {s} loss=0.1 reward=0.{s} kl={kl}\n" for s, kl in enumerate(kls, 1)))
+            path.write_text("".join(f"step {s} loss=0.1 reward=0.{s} {name}={kl}\n" for s, kl in enumerate(kls, 1)))
         else:
             path.write_text("".join(f"{{'loss': 0.1, 'reward': 0.{s}, 'kl': {kl}, 'epoch': {s / 10}}}\n"
                                     for s, kl in enumerate(kls, 1)))
-        log = canonical(read_source(str(path))).log
+        raw = read_source(str(path))
+        log = canonical(raw).log
         _lowest_kl(log)
-        return log.series["kl/lowest"][0][1]
+        return raw, log
 
     noisy, negative = [0.02, -0.03, 0.05, -0.01, 0.04, -0.02, 0.03, 0.01], [-0.53, -0.52, -0.55, -0.51, -0.53, -0.54]
-    assert lowest(tmp_path / "loop.log", noisy) > 0 and lowest(tmp_path / "loop.log", negative) < -0.5
-    assert lowest(tmp_path / "trl.txt", noisy) == -0.03
-    assert any("a step below 0 is not read as a broken KL" in said for said in read_source(str(tmp_path / "loop.log")).said)
-    (tmp_path / "wrapped.log").write_text("".join(f"step {s} loss=0.1 reward=0.{s} mean_kl={kl}\n"
-                                                  for s, kl in enumerate(noisy, 1)))  # the loop's own name for it
-    assert any("a step below 0 is not read as a broken KL" in said for said in read_source(str(tmp_path / "wrapped.log")).said)
+    raw, log = read(tmp_path / "loop.log", noisy)
+    assert [v for _, v in log.series["kl"]] == noisy and "kl/lowest" not in log.series
+    assert any("read as logged" in said for said in raw.said)
+    raw, log = read(tmp_path / "loop.log", negative)
+    assert [v for _, v in log.series["kl"]] == [-v for v in negative] and "kl/lowest" not in log.series
+    assert any("with its sign turned" in said for said in raw.said)
+    raw, log = read(tmp_path / "wrapped.log", negative, name="mean_kl")  # the loop's own name for it
+    assert [v for _, v in log.series["kl"]] == [-v for v in negative]
+    _, log = read(tmp_path / "trl.txt", noisy)
+    assert log.series["kl/lowest"][0][1] == -0.03
 
 
 TABLES = {
@@ -366,12 +399,12 @@ TABLES = {
 def test_a_table_a_loop_prints_reads_its_columns_as_keys(tmp_path, style):
     """A loop that prints its steps as a table: a header naming the step column, a row of numbers a step."""
     header, row = TABLES[style]
-    rows = "".join(row.format(s=s, reward=s / 50, kl=-0.5, grad=2.0 + s) for s in range(1, 11))
+    rows = "".join(row.format(s=s, reward=s / 50, kl=0.05, grad=2.0 + s) for s in range(1, 11))
     path = tmp_path / "train.log"
     path.write_text("Gen 1: Reward= 0.255 | M: d4d3 a6c5\n" + header + rows + "done\n")
     log = read_source(str(path))
     assert log.kind == "console" and log.series["reward"][2] == (3, 0.06) and len(log.series["reward"]) == 10
-    assert log.series["kl"][0] == (1, -0.5) and log.series["grad_norm"][-1] == (10, 12.0)
+    assert log.series["kl"][0] == (1, 0.05) and log.series["grad_norm"][-1] == (10, 12.0)
     assert log.series["lr"][0] == (1, 1e-06) and canonical_name("lr") == "learning_rate"
 
 

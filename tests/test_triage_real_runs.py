@@ -345,12 +345,39 @@ def test_9_a_hand_written_loops_wrapped_names_are_read_and_its_rows_are_not_step
 def test_10_a_loops_printed_groups_are_its_rewards_and_its_signed_kl_is_no_broken_kl(hypotheses):
     """autoresearch prints each step's group ("[step 0004] rewards=[0,1] loss=... kl=..."; a tied group's step is
     "SKIP rewards=[1,1]"): the lists are the steps' rewards, and 81 % of the steps' groups tied, which the authors
-    fixed with a curriculum (h11). Its kl is the loop's signed mean log-ratio, down to -0.47: not a broken KL (h03)."""
+    fixed with a curriculum (h11). Its kl is the loop's signed mean log-ratio, down to -0.47 at a step and about 0 on
+    the whole: read as logged, not as a broken KL (h03)."""
     report = triage(str(corpus("autoresearch__grpo_v3_run")), hypotheses)
     assert report.steps == 207 and report.progress.state == "flat", report.progress.sentence()
     assert [e.id for e in report.suspects()][:1] == ["h11"], report.ranking_record()
     assert "h03" not in [e.id for e in report.suspects()]
-    assert any("a step below 0 is not read as a broken KL" in finding for finding in report.findings)
+    assert any("read as logged" in finding for finding in report.findings)
+
+
+def test_10_a_loops_kl_below_0_on_the_whole_is_its_sign_convention(hypotheses):
+    """SimpleMind's agent RL runs (MiniMind's train_agent.py) log KL as the token mean of ref_logp - logp, the term
+    their k3 penalty is built from: below 0 on 88-91 % of the steps, -0.29 and -1.1 on average, down to -10 where the
+    lr 3e-6 run collapsed. Read with its sign turned, so the loss that grows with it is a KL penalty, not one with a
+    negative coefficient, and no h03 is named on its sign. Its camelCase names are read (AvgLen, GrpStd)."""
+    report = triage(str(corpus("simplemind__agent_rl_v4_lr3e6")), hypotheses)
+    assert any("with its sign turned" in finding for finding in report.findings), report.findings
+    assert report.renamed["avg_len"] == "completions/mean_length" and report.renamed["grp_std"] == "reward_std"
+    assert "h03" not in [e.id for e in report.suspects()], report.ranking_record()
+    log = derived(str(corpus("simplemind__agent_rl_v5_lr1e6")))
+    assert statistics.fmean(v for _, v in log.series["kl"]) == pytest.approx(0.29, abs=0.01)
+    assert "kl/lowest" not in log.series
+
+
+def test_9_a_loops_step_blocks_are_read(hypotheses):
+    """rookworld-rlvr's mini trainer prints each step as a block ("Step N: Sampled 8 prompts", per-sample reward
+    lines, "Rewards: min=.., max=.., mean=.., std=.." under "=== ROLLOUT DETAILS (Step N) ===", then "Step N | Time"
+    and indented "Loss:", "KL Divergence:", "Gradient Norm:" lines), every line echoed again with its logger's
+    prefix: 26 steps, the rollout reward 0.508 at step 1, none of the samples' rewards read as the step's."""
+    report = triage(str(corpus("rookworldrlvr__mini_continuous_fixed")), hypotheses)
+    assert report.kind == "console" and report.steps == 26, report.findings
+    log = read_source(str(corpus("rookworldrlvr__mini_continuous_fixed")))
+    assert log.series["rewards_mean"][0] == (1, 0.508) and len(log.series["rewards_mean"]) == 26
+    assert report.progress.state == "flat", report.progress.sentence()
 
 
 def test_10_a_count_out_of_a_total_is_its_share(hypotheses):

@@ -78,9 +78,8 @@ DERIVED_METRICS: dict[str, str] = {
     "sampling/summed_weight_off": "1 at a step where a vLLM importance weight (TRL's importance_sampling_ratio min or "
                                   "max) is outside [0.8, 1.25] and beyond the step's largest per-token gap "
                                   "(sampling_logp_difference/max), so a completion's summed gap made it; else 0",
-    "kl/lowest": "run: how far below 0 the kl reads: TRL's k3 (never below 0), its lowest logged value; a hand-written "
-                 "loop's (which may be the signed mean log-ratio, below 0 at some steps by noise), the upper end of its "
-                 "mean's one-sided 95% interval",
+    "kl/lowest": "run: how far below 0 TRL's k3 (never below 0) reads: its lowest logged value; not read on a "
+                 "hand-written loop's kl, whose estimator and sign are the loop's own",
     "kl/early_rise": "run: the mean kl over the first three logged rows minus the first row's, at most the run's "
                      "median kl minus the first row's: how far the first updates moved the policy and kept it (a KL "
                      "already there at step 1 does not rise, nor a few spiking rows)",

@@ -283,20 +283,11 @@ def _first_step_kl(log: RunLog) -> None:
 
 
 def _lowest_kl(log: RunLog) -> None:
-    """How far below 0 the run's KL reads, where no estimator of a KL may go.
-
-    TRL's k3 cannot go below 0 at any step: its lowest logged value. A hand-written loop's kl may be the signed mean
-    log-ratio (k1, runlog.HAND_WRITTEN), whose steps go below 0 by sampling noise, but whose mean over the run
-    estimates the KL itself: the upper end of that mean's one-sided 95% interval (mean + 2 standard errors), below 0
-    only where the loop's KL is negative on the whole (a wrong formula), not at a few steps."""
+    """How far below 0 the run's KL reads, where TRL's k3 cannot go at any step: its lowest logged value. A
+    hand-written loop's kl is its own estimator, whose sign read_console.py reads (runlog.HAND_WRITTEN): not here."""
     values = [value for _, value in log.series.get("kl", [])]
-    if not values:
-        return
-    if not log.params.get(HAND_WRITTEN):
+    if values and not log.params.get(HAND_WRITTEN):
         _put(log, "kl/lowest", [(_run_value(log), min(values))])
-    elif len(values) >= 3:
-        mean = statistics.fmean(values)
-        _put(log, "kl/lowest", [(_run_value(log), mean + 2 * statistics.stdev(values) / math.sqrt(len(values)))])
 
 
 def _summed_weight_off(log: RunLog) -> None:

@@ -10,6 +10,7 @@ summary, other tools' keys), so the report can say what it did not read.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from hypotrack.definitions.metrics import TRL_METRICS
@@ -70,6 +71,8 @@ HAND_WRITTEN_QUANTITIES = {
     "kl_ref": "kl", "kl_divergence": "kl",  # the KL to the reference, as MiniMind-style and other loops name it
     "response_len": "completions/mean_length", "len": "completions/mean_length",
     "completion_length": "completions/mean_length",
+    "grp_std": "reward_std", "group_std": "reward_std",  # the reward's spread within a group (TRL's reward_std)
+    "rewards_std": "reward_std", "gradient_norm": "grad_norm",
 }
 HAND_WRITTEN_WRAPPERS = (("train_", ""), ("grpo_", ""), ("actor_", ""), ("policy_", ""), ("avg_", ""), ("mean_", ""),
                          ("", "_avg"), ("", "_mean"))
@@ -118,9 +121,15 @@ def canonical_name(raw: str) -> str | None:
     return name if name in KNOWN else None
 
 
+def loop_key(name: str) -> str:
+    """A hand-written loop's printed name as one lower-case key: words and camelCase humps joined by "_"
+    ("Avg Response Len" and "AvgLen" are avg_response_len and avg_len; "KL_ref" stays kl_ref)."""
+    return re.sub(r"\s+", "_", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.strip())).lower()
+
+
 def hand_written(name: str) -> str | None:
     """The quantity a hand-written loop's key logs (rewards_avg: reward), or None when it names none triage reads."""
-    bare = name.lower()
+    bare = loop_key(name)
     for prefix, suffix in HAND_WRITTEN_WRAPPERS:
         if bare.startswith(prefix) and bare.endswith(suffix) and len(bare) > len(prefix) + len(suffix):
             bare = bare[len(prefix):len(bare) - len(suffix)]

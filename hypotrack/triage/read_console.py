@@ -20,7 +20,10 @@
   (`correct=3/4`) is its share, and a list (`rewards=[0, 1]`, `rewards=['0.80', '0.01']`) its mean. A list of
   rewards is the completions' own: its spread is the step's reward_std, and where every such list of the log holds
   at most GROUP_LIST_MAX rewards it is read as one group (a hand-written loop prints the group it just scored), tied
-  when every reward in it is the same (frac_reward_zero_std 1, else 0).
+  when every reward in it is the same (frac_reward_zero_std 1, else 0);
+- a hand-written loop prints a step as a block of lines, `Step 12: sampled 8 prompts` or `=== ROLLOUT DETAILS
+  (Step 12) ===`, then one quantity a line (`  Loss: 0.04`, `Rewards: min=0.2, mean=0.5, std=0.4`), read where none
+  of the above is found (_step_blocks).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from pathlib import Path
 
 from hypotrack.errors import HypotrackError
 
-from .keys import EVAL_PREFIXES, canonical_name, hand_written
+from .keys import EVAL_PREFIXES, canonical_name, hand_written, loop_key
 from .runlog import HAND_WRITTEN, STEPS_ASSUMED, RunLog
 from .values import STEP_KEYS, decode_text, non_empty, number
 
@@ -63,6 +66,14 @@ LOOP_COLON_PAIR = re.compile(rf"(?:^|[,|;:]|\s[-–]\s|\s{{2}}|(?<=[\d\]])\s)\s*
                              rf"([A-Za-z_][\w/.]*(?: [A-Za-z_][\w/.]*){{0,3}})\s*:\s*{LOOP_VALUE}")
 # A printed list of at most this many rewards is one group's (num_generations is 2-16 in the runs users keep).
 GROUP_LIST_MAX = 16
+# A loop that prints a step as a block of lines: a line that opens the step ("Step 12: sampled 8 prompts",
+# "=== ROLLOUT DETAILS (Step 12) ===", "GRPO Iteration 12"), then one quantity a line beneath it ("  Loss: 0.04",
+# "Rewards: min=0.2, mean=0.5, std=0.4"), after a logger's prefix where it prints one ("... | INFO | ").
+BLOCK_OPENS = re.compile(r"^\W*(?:[A-Za-z]+\s+){0,3}\(?(?:step|iteration|iter|update)\s*(\d+)\b", re.IGNORECASE)
+BLOCK_EVALUATION = re.compile(r"\b(?:eval\w*|validat\w*|test)\b", re.IGNORECASE)
+BLOCK_QUANTITY = re.compile(rf"^\s*([A-Za-z][\w ]{{0,40}}?)\s*:\s*{LOOP_VALUE}\s*$")
+BLOCK_STATISTICS = re.compile(rf"^\s*([A-Za-z][\w ]{{0,40}}?)\s*:\s*((?:[A-Za-z]\w*\s*=\s*{NUMBER}[,;\s]*)+)$")
+LOGGER_PREFIX = re.compile(r"^.{0,80}?\b(?:DEBUG|INFO|WARNING|WARN|ERROR)\b\s*[|:\]-]\s?")
 # A printed table's cells, split by "|" or a box-drawing line (rich, tabulate); a timestamp or logger prefix is a cell.
 TABLE_BARS = "|│┃"
 TABLE_CELLS = re.compile(rf"\s*[{TABLE_BARS}]\s*")
@@ -83,7 +94,8 @@ def looks_like_console(text: str) -> bool:
     return bool(PRINTED_DICT.search(text) or VERL_STEP.search(text)
                 or any(_loop_line(line) for line in lines)
                 or any(_table_header(_table_cells(line)) is not None for line in lines
-                       if any(bar in line for bar in TABLE_BARS)))
+                       if any(bar in line for bar in TABLE_BARS))
+                or bool(_step_blocks(lines)))
 
 
 def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
@@ -105,6 +117,10 @@ def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
         if log.series or log.nonfinite:
             _hand_written_log(log, "progress lines")
     if not log.series and not log.nonfinite:
+        _read_step_blocks(text, log)
+        if log.series or log.nonfinite:
+            _hand_written_log(log, "step blocks")
+    if not log.series and not log.nonfinite:
         raise HypotrackError(f"{path}: a text file with no logged training step in it (none of {CONSOLE_FORMATS}); "
                              "pass the run's trainer_state.json, its TensorBoard folder or a tracker's CSV export "
                              "instead")
@@ -112,15 +128,29 @@ def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
 
 
 def _hand_written_log(log: RunLog, printed: str) -> None:
-    """Mark a log a hand-written loop printed, and say where its kl is signed (runlog.HAND_WRITTEN)."""
+    """Mark a log a hand-written loop printed (runlog.HAND_WRITTEN), and read the sign of its kl.
+
+    A loop's kl is its own estimator, not TRL's k3 (which cannot go below 0): often the mean log-ratio of the sampled
+    tokens (k1), below 0 at a step whenever they are likelier under the reference, and often written as log ref -
+    log policy (MiniMind's trainers log the mean of ref_per_token_logps - per_token_logps, the term their k3 penalty
+    is built from), whose mean over a run is minus the KL. So a kl whose mean over the run is below 0 (by more than two
+    standard errors) is read with its sign turned, and said: its sign tells the loop's convention, not a broken KL."""
     log.params[HAND_WRITTEN] = "1"
-    lowest = min((value for name, points in log.series.items() if canonical_name(name) == "kl"
-                  for _, value in points), default=0.0)  # under the loop's own name (kl_avg, mean_kl)
-    if lowest < 0:
-        log.said.append(f"the loop's {printed} log a kl below 0 at some steps (lowest {lowest:.3g}): a hand-written loop "
-                        "may log the signed mean log-ratio (k1), which goes below 0 whenever the sampled completions "
-                        "are likelier under the reference, so a step below 0 is not read as a broken KL; a mean over "
-                        "the run below 0 is")
+    named = [name for name in log.series if canonical_name(name) == "kl"]  # the loop's own name (kl_avg, KL_ref)
+    values = [value for name in named for _, value in log.series[name]]
+    if len(values) < 3 or min(values) >= 0:
+        return
+    mean, error = statistics.fmean(values), statistics.stdev(values) / len(values) ** 0.5
+    if mean + 2 * error >= 0:
+        log.said.append(f"the loop's {printed} log a kl below 0 at some steps (lowest {min(values):.3g}), as the mean "
+                        "log-ratio (k1) a hand-written loop may log does whenever the sampled completions are likelier "
+                        "under the reference: read as logged")
+        return
+    for name in named:
+        log.series[name] = [(step, -value) for step, value in log.series[name]]
+    log.said.append(f"the loop's {printed} log a kl whose mean over the run is below 0 ({mean:.3g}): read as the "
+                    "log-ratio log reference - log policy (mean minus the KL), as loops that build a k3 penalty from it "
+                    "log it, so with its sign turned; a sign convention is all it shows, not a broken KL")
 
 
 def _read_verl(text: str, log: RunLog) -> bool:
@@ -146,7 +176,7 @@ def _read_tables(text: str, log: RunLog) -> None:
             continue
         found = _table_header(cells)
         if found is not None:
-            header, step_at = [re.sub(r"\s+", "_", cell.lower()) or None for cell in cells], found
+            header, step_at = [loop_key(cell) or None for cell in cells], found
             continue
         if header is None or len(cells) != len(header) or not cells[step_at].isdigit():
             continue
@@ -173,7 +203,7 @@ def _loop_line(line: str) -> tuple[int, list[tuple[str, list[float]]]] | None:
     """(step, pairs) of a hand-written loop's progress line, each value as the numbers it holds (one, or a list's),
     or None."""
     found = [(match.start(), match.group(1), match.group(2)) for match in LOOP_PAIR.finditer(line)]
-    found += [(match.start(1), re.sub(r"\s+", "_", match.group(1).lower()), match.group(2))
+    found += [(match.start(1), loop_key(match.group(1)), match.group(2))
               for match in LOOP_COLON_PAIR.finditer(line)]
     if not found:
         return None
@@ -214,6 +244,48 @@ def _read_loop_lines(text: str, log: RunLog) -> None:
                 log.add("reward_std", step, statistics.pstdev(values))
                 if groups:
                     log.add("frac_reward_zero_std", step, float(len(set(values)) == 1))
+
+
+def _step_blocks(lines: list[str]) -> list[tuple[int, dict[str, float]]]:
+    """(step, quantities) of each step a loop printed as a block of lines. A name printed more than once in one
+    block is a completion's or a sample's (`[Sample 3] Reward: 1.0` lines), not the step's, and is left out; an
+    evaluation's block (its opening line names an evaluation) keeps its quantities under eval/, where heldout.py
+    reads them. A log gives blocks only where some block holds a quantity triage reads as the step's."""
+    blocks: list[tuple[int, dict[str, list[float]]]] = []
+    previous = ""
+    evaluation = False
+    for raw in lines:
+        line = LOGGER_PREFIX.sub("", raw, count=1).rstrip()
+        if not line.strip() or line == previous:  # a logger that also echoes each line to the console
+            continue
+        previous = line
+        opens = BLOCK_OPENS.match(line)
+        if opens:
+            step = int(opens.group(1))
+            evaluation = bool(BLOCK_EVALUATION.search(line))
+            if not blocks or blocks[-1][0] != step:
+                blocks.append((step, {}))
+            continue
+        if not blocks:
+            continue
+        quantities = blocks[-1][1]
+        prefix = "eval/" if evaluation else ""
+        if (found := BLOCK_QUANTITY.match(line)) and not found.group(2).startswith("["):
+            quantities.setdefault(prefix + loop_key(found.group(1)), []).extend(_loop_value(found.group(2)))
+        elif found := BLOCK_STATISTICS.match(line):
+            for name, value in re.findall(rf"([A-Za-z]\w*)\s*=\s*({NUMBER})", found.group(2)):
+                quantities.setdefault(f"{prefix}{loop_key(found.group(1))}_{name.lower()}", []).append(float(value))
+    read = [(step, {key: values[0] for key, values in quantities.items() if len(values) == 1})
+            for step, quantities in blocks]
+    if not any(key in STEP_KEYS_ANY or hand_written(key) for _, quantities in read for key in quantities):
+        return []
+    return [(step, quantities) for step, quantities in read if quantities]
+
+
+def _read_step_blocks(text: str, log: RunLog) -> None:
+    for step, quantities in _step_blocks(re.split(r"[\r\n]+", text)):
+        for key, value in quantities.items():
+            log.add(key, step, value)
 
 
 def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> None:
