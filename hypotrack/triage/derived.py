@@ -48,8 +48,7 @@ def add_derived(log: RunLog, roles: Roles) -> None:
         _task_reward(log, roles)
         _auxiliary(log, roles)
     elif log.series.get("reward"):  # one reward, logged whole (verl, OpenRLHF, a custom loop): the task's
-        _put(log, "task_reward/mean", list(log.series["reward"]))
-        _put(log, "task_reward/std", list(log.series.get("reward_std", [])))
+        _task_reward_read(log, _by_step(log, "reward"), _by_step(log, "reward_std"))
     _prompt_tokens(log)
     _completion_entropy(log)
     _first_step_kl(log)
@@ -63,8 +62,11 @@ def add_derived(log: RunLog, roles: Roles) -> None:
 
 
 def _task_reward(log: RunLog, roles: Roles) -> None:
-    mean = _by_step(log, f"rewards/{roles.task}/mean")
-    std = _by_step(log, f"rewards/{roles.task}/std")
+    _task_reward_read(log, _by_step(log, f"rewards/{roles.task}/mean"), _by_step(log, f"rewards/{roles.task}/std"))
+
+
+def _task_reward_read(log: RunLog, mean: dict[int, float], std: dict[int, float]) -> None:
+    """The task reward's mean and spread, and, where its passing score can be read, its passing share."""
     _put(log, "task_reward/mean", list(mean.items()))
     _put(log, "task_reward/std", list(std.items()))
     scale = _pass_value(mean, std)
