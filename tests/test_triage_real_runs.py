@@ -380,6 +380,17 @@ def test_9_a_loops_step_blocks_are_read(hypotheses):
     assert report.progress.state == "flat", report.progress.sentence()
 
 
+def test_12_a_tinker_runs_correct_share_is_its_task_and_its_unended_completions_are_clipped(hypotheses):
+    """joanvelja's Qwen3-30B thinking run on Tinker: env/all/correct is the environment's share of correct answers
+    (the total reward adds format terms), so it is the task reward; env/all/format_eos is the share of completions
+    that ended, 44 % at the first step, so over half ran into the 8,192-token budget, which the authors name as
+    what held the run back (h12)."""
+    report = triage(str(corpus("joanvelja__qwen3-30b-think-v3b")), hypotheses)
+    assert report.reward_functions == ["correct"] and report.progress.state == "flat", report.progress.sentence()
+    assert report.renamed["env/all/format_eos"] == "completions/clipped_ratio"
+    assert [e.id for e in report.suspects()][:1] == ["h12"], report.ranking_record()
+
+
 def test_10_a_count_out_of_a_total_is_its_share(hypotheses):
     """grpo-reliability-engineering prints "correct=3/4 rewards=['0.80', ...]" a step: the task reward is the share
     correct (about 0.5), not the count (which read 1.96 -> 1.98)."""

@@ -50,6 +50,8 @@ OTHER_TRAINERS = {
     "optim/entropy": "entropy",
     "policy/entropy": "entropy",
     "env/all/ac_tokens_per_turn": "completions/mean_length",
+    # its environments' own share of correct answers: the task's reward function (the total adds format terms)
+    "env/all/correct": "rewards/correct/mean",
     # Hand-written GRPO loops: the names their metric lines use most
     "mean_reward": "reward",
     "std_reward": "reward_std",
@@ -81,6 +83,8 @@ PLURALS = {"rewards": "reward", "accuracies": "accuracy"}
 # groups whose completions scored differently (frac_mixed); TRL the share whose rewards all tied.
 CONVERTED = {
     "env/all/by_group/frac_mixed": ("frac_reward_zero_std", lambda share: 1.0 - share),
+    # and the share of completions that ended in an end-of-sequence token: the rest ran into the token budget
+    "env/all/format_eos": ("completions/clipped_ratio", lambda share: 1.0 - share),
 }
 # Weights & Biases and TensorBoard put the split in front of every key ("train/reward").
 TRAIN_PREFIX = "train/"
