@@ -400,6 +400,16 @@ def test_16_a_reward_that_collapses_with_the_entropy_is_the_learning_rates(hypot
     assert [e.id for e in report.suspects()][:1] == ["h16"], report.ranking_record()
 
 
+def test_6_a_run_that_logs_its_rewards_parts_beside_their_total_is_read(hypotheses):
+    """med-record logs four component rewards beside reward_fn_total, the one it trains on: the weights fitted on
+    TRL's reward are the total's 1 and 0 for each part, so the task reward (finding accuracy, by its name) is
+    weighted 0. Triage reads the run, says so, and derives nothing that divides by the task's weight."""
+    report = triage(str(corpus("medrecord__qwen2.5-3b-grpo_kaggle")), hypotheses)
+    assert report.steps == 150 and report.progress.state == "flat", report.progress.sentence()
+    weights = next(said for said in report.assumed if said.startswith("reward weights"))
+    assert "reward_fn_total 1" in weights and "-0" not in weights, weights
+
+
 def test_10_a_count_out_of_a_total_is_its_share(hypotheses):
     """grpo-reliability-engineering prints "correct=3/4 rewards=['0.80', ...]" a step: the task reward is the share
     correct (about 0.5), not the count (which read 1.96 -> 1.98)."""

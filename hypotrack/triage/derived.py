@@ -137,6 +137,8 @@ def _auxiliary(log: RunLog, roles: Roles) -> None:
     signed = {f: roles.weights.get(f, 1.0) for f in [roles.task, *roles.auxiliary]}
     total = _by_step(log, "reward_std")
     correlation = []
+    if signed[roles.task] == 0:  # a task reward weighted 0 is no part of the total: its covariance cannot be read
+        total = {}
     for step, t in task_std.items():
         spreads = [signed[f] * aux_std[f][step] for f in roles.auxiliary if step in aux_std[f]]
         if len(spreads) != len(roles.auxiliary) or step not in total or t <= FLAT_STD:

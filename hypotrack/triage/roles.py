@@ -182,7 +182,7 @@ def _inferred_weights(log: RunLog, functions: list[str]) -> dict[str, float] | N
     error = max(abs(sum(w * x for w, x in zip(solution, row)) - t) for row, t in zip(rows, target))
     if error > FIT_TOLERANCE * (1 + max(abs(t) for t in target)):
         return None
-    return {f: float(round(w, 4)) for f, w in zip(functions, solution)}
+    return {f: float(round(w, 4)) + 0.0 for f, w in zip(functions, solution)}  # + 0.0: no "-0" in the report
 
 
 def _solve(matrix: list[list[float]], vector: list[float]) -> list[float] | None:
