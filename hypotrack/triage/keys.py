@@ -62,6 +62,7 @@ OTHER_TRAINERS = {
     "clip_fraction": "clip_ratio/region_mean",
     "truncation_rate": "completions/clipped_ratio",  # the share of completions cut at the length budget
     "zero_advantage_group_fraction": "frac_reward_zero_std",  # a group whose rewards tie has every advantage 0
+    "flat_reward_group_ratio": "frac_reward_zero_std",
 }
 # Hand-written loops also wrap a quantity's name in the statistic they logged of it and in their split (rewards_avg,
 # train_accuracies_avg, mean_kl): the quantity underneath, singular, is what triage reads. An accuracy or a
