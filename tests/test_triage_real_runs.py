@@ -410,6 +410,18 @@ def test_6_a_run_that_logs_its_rewards_parts_beside_their_total_is_read(hypothes
     assert "reward_fn_total 1" in weights and "-0" not in weights, weights
 
 
+def test_6_format_rewards_collected_while_a_negative_correctness_falls_are_read(hypotheses):
+    """Reasoning-Vectors' easy run: correctness (scored -0.5 to 1, so its mean starts below 0) falls -0.05 -> -0.10
+    while the exact-format reward climbs 0.19 -> 0.38 and the approximate one -0.20 -> 0.08; the authors' next
+    revision drops the format rewards (h17). A ratio of means cannot read rewards below 0: the trend test does,
+    and h17 is named."""
+    report = triage(str(corpus("reasoningvectors__logs_easy")), hypotheses)
+    assert report.progress.state == "getting worse", report.progress.sentence()
+    assert "h17" in [e.id for e in report.suspects()][:3], report.ranking_record()
+    log = derived(str(corpus("reasoningvectors__logs_easy")))
+    assert log.series["aux_reward/collected_signed"][-1][1] == 1.0
+
+
 def test_10_a_count_out_of_a_total_is_its_share(hypotheses):
     """grpo-reliability-engineering prints "correct=3/4 rewards=['0.80', ...]" a step: the task reward is the share
     correct (about 0.5), not the count (which read 1.96 -> 1.98)."""

@@ -78,6 +78,9 @@ DERIVED_METRICS: dict[str, str] = {
     "sampling/summed_weight_off": "1 at a step where a vLLM importance weight (TRL's importance_sampling_ratio min or "
                                   "max) is outside [0.8, 1.25] and beyond the step's largest per-token gap "
                                   "(sampling_logp_difference/max), so a completion's summed gap made it; else 0",
+    "aux_reward/collected_signed": "run: 1 where the auxiliary rewards clearly climb while the task reward clearly falls "
+                                   "(the run-first trend test), read only where the task reward or the auxiliary "
+                                   "rewards start at or below 0, so that a ratio of their means cannot; else 0",
     "kl/lowest": "run: how far below 0 TRL's k3 (never below 0) reads: its lowest logged value; not read on a "
                  "hand-written loop's kl, whose estimator and sign are the loop's own",
     "kl/early_rise": "run: the mean kl over the first three logged rows minus the first row's, at most the run's "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from .progress import STILL, STILL_UNSEEN, Progress
+from .progress import LEARNING, STILL, STILL_UNSEEN, WORSE, Progress, trend
 from .roles import Roles
 from .runlog import HAND_WRITTEN, STEPS_ASSUMED, Points, RunLog
 
@@ -150,6 +150,26 @@ def _auxiliary(log: RunLog, roles: Roles) -> None:
         covariance = (total[step] ** 2 - (wt * t) ** 2 - aux_var) / (2 * wt)
         correlation.append((step, max(-1.0, min(1.0, covariance / (t * math.sqrt(aux_var))))))
     _put(log, "aux_reward/task_correlation", correlation)
+    _signed_collecting(log, means, roles)
+
+
+def _signed_collecting(log: RunLog, means: dict[str, dict[int, float]], roles: Roles) -> None:
+    """aux_reward/collected_signed: whether the auxiliary rewards climb while the task reward falls, read by the run's
+    trend test (progress.py: first quarter against last, t and a change that matters) where a ratio of their means
+    cannot read it, because the task reward or the auxiliary rewards start at or below 0 (a penalty, a +-1 reward, a
+    negative correctness score): 1 where both move so, else 0; absent where the ratios can read them (h17's own
+    signature does)."""
+    task = sorted(means[roles.task].items())
+    aux = sorted(log.series.get("aux_reward/mean", []))
+    if len(task) < 2 or len(aux) < 2:
+        return
+    k = max(1, min(10, len(task) // 2))
+    if statistics.fmean(v for _, v in task[:k]) > 0 and statistics.fmean(v for _, v in aux[:k]) > 0:
+        return
+    stds = [v for _, v in log.series.get("task_reward/std", [])]
+    falls = trend("task_reward/mean", task, statistics.median(stds) if stds else 0.0, 0.0).state == WORSE
+    climbs = trend("aux_reward/mean", aux, 0.0, 0.0).state == LEARNING
+    _put(log, "aux_reward/collected_signed", [(task[-1][0], float(falls and climbs))])
 
 
 def constant_auxiliary(log: RunLog, roles: Roles) -> list[str]:

@@ -119,7 +119,7 @@ def run_progress(log: RunLog, diverged: tuple[str, int] | None = None, heldout: 
     held-out score's where the logs hold one; a run that ``diverged`` (a metric became NaN or infinite and stayed
     so) is getting worse, whatever its reward did before."""
     metric = "task_reward/mean" if log.series.get("task_reward/mean") else "reward"
-    progress = _trend(metric, log.series.get(metric, []), _spread(log, metric), _pass_value(log))
+    progress = trend(metric, log.series.get(metric, []), _spread(log, metric), _pass_value(log))
     if diverged is not None and progress.state != UNKNOWN:
         progress.state = WORSE
         progress.why = f"; it diverged at step {diverged[1]}: {diverged[0]}"
@@ -133,7 +133,7 @@ def run_progress(log: RunLog, diverged: tuple[str, int] | None = None, heldout: 
                 break
     if heldout is None or diverged is not None:
         return progress
-    held = _trend(heldout.metric, heldout.points, heldout.spread, heldout.pass_value)
+    held = trend(heldout.metric, heldout.points, heldout.spread, heldout.pass_value)
     held.heldout = True
     if held.state == UNKNOWN:
         return progress
@@ -143,7 +143,7 @@ def run_progress(log: RunLog, diverged: tuple[str, int] | None = None, heldout: 
     return held
 
 
-def _trend(metric: str, points: list[tuple[int, float]], spread: float, pass_value: float) -> Progress:
+def trend(metric: str, points: list[tuple[int, float]], spread: float, pass_value: float) -> Progress:
     """Where ``points`` end against where they started, and whether the change counts (the module's statistics)."""
     if len(points) < MIN_STEPS:
         return Progress(UNKNOWN, metric, len(points), why=f"{len(points)} logged step(s) of {metric}; a trend needs "
