@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import statistics
 
+from hypotrack.reading import aggregate_steps
+
 from .progress import LEARNING, STILL, STILL_UNSEEN, WORSE, Progress, trend
 from .roles import Roles
 from .runlog import HAND_WRITTEN, STEPS_ASSUMED, Points, RunLog
@@ -31,6 +33,8 @@ EARLY_ROWS = 3
 KL_EXACT_MIN = 1e-6
 # The band of importance weights that barely move a completion's gradient, [0.8, 1.25], as |log weight|.
 WEIGHT_BAND_LOG = math.log(1.25)
+# The window h17's ratio readings use (growth, k 10): aux_reward/collected_signed is read where they cannot read.
+GROWTH_WINDOW = 10
 
 
 def _by_step(log: RunLog, name: str) -> dict[int, float]:
@@ -137,16 +141,15 @@ def _auxiliary(log: RunLog, roles: Roles) -> None:
     signed = {f: roles.weights.get(f, 1.0) for f in [roles.task, *roles.auxiliary]}
     total = _by_step(log, "reward_std")
     correlation = []
-    if signed[roles.task] == 0:  # a task reward weighted 0 is no part of the total: its covariance cannot be read
-        total = {}
+    wt = signed[roles.task]
     for step, t in task_std.items():
         spreads = [signed[f] * aux_std[f][step] for f in roles.auxiliary if step in aux_std[f]]
-        if len(spreads) != len(roles.auxiliary) or step not in total or t <= FLAT_STD:
+        # a task reward weighted 0 is no part of the total: its covariance with the auxiliaries cannot be read
+        if len(spreads) != len(roles.auxiliary) or step not in total or t <= FLAT_STD or wt == 0:
             continue
         aux_var = sum(spread * spread for spread in spreads)
         if aux_var <= FLAT_STD**2:
             continue
-        wt = signed[roles.task]
         covariance = (total[step] ** 2 - (wt * t) ** 2 - aux_var) / (2 * wt)
         correlation.append((step, max(-1.0, min(1.0, covariance / (t * math.sqrt(aux_var))))))
     _put(log, "aux_reward/task_correlation", correlation)
@@ -163,8 +166,7 @@ def _signed_collecting(log: RunLog, means: dict[str, dict[int, float]], roles: R
     aux = sorted(log.series.get("aux_reward/mean", []))
     if len(task) < 2 or len(aux) < 2:
         return
-    k = max(1, min(10, len(task) // 2))
-    if statistics.fmean(v for _, v in task[:k]) > 0 and statistics.fmean(v for _, v in aux[:k]) > 0:
+    if all(aggregate_steps(points, "growth", GROWTH_WINDOW) is not None for points in (task, aux)):
         return
     stds = [v for _, v in log.series.get("task_reward/std", [])]
     falls = trend("task_reward/mean", task, statistics.median(stds) if stds else 0.0, 0.0).state == WORSE
