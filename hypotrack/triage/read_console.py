@@ -248,7 +248,8 @@ def _read_loop_lines(text: str, log: RunLog) -> None:
 
 def _step_blocks(lines: list[str]) -> list[tuple[int, dict[str, float]]]:
     """(step, quantities) of each step a loop printed as a block of lines. A name printed more than once in one
-    block is a completion's or a sample's (`[Sample 3] Reward: 1.0` lines), not the step's, and is left out; an
+    block is a completion's or a sample's (`[Sample 3] Reward: 1.0` lines), not the step's, and is left out, as is a
+    printed list (a group's scores); an
     evaluation's block (its opening line names an evaluation) keeps its quantities under eval/, where heldout.py
     reads them. A log gives blocks only where some block holds a quantity triage reads as the step's."""
     blocks: list[tuple[int, dict[str, list[float]]]] = []

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from hypotrack.errors import HypotrackError
 
+from .keys import loop_key
 from .runlog import RunLog
 
 # Name stems that say a reward function scores correctness, and ones that say it shapes the answer instead.
@@ -78,8 +79,7 @@ def default_task(log: RunLog, functions: list[str], weights: dict[str, float]) -
 
 
 def _words_of(name: str) -> list[str]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w]
+    return [w for w in re.split(r"[^a-z0-9]+", loop_key(name)) if w]
 
 
 def name_says(name: str, stems: tuple[str, ...]) -> bool:
