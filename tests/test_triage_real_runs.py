@@ -400,6 +400,16 @@ def test_16_a_reward_that_collapses_with_the_entropy_is_the_learning_rates(hypot
     assert [e.id for e in report.suspects()][:1] == ["h16"], report.ranking_record()
 
 
+def test_16_a_kl_that_grows_as_completions_shrink_is_the_learning_rates(hypotheses):
+    """SimpleMind's agent RL v4 (MiniMind 64M at lr 3e-6): its signed KL, read with its sign turned, grows from about
+    0.1 to 2-4 nats per token after step 230 while the mean completion falls 68 -> 32 tokens, with steps of one
+    token; the authors read it as policy collapse from a learning rate still too large (h16), and h16 ranks first,
+    above the LoRA-sync reading the same KL gives."""
+    report = triage(str(corpus("simplemind__agent_rl_v4_lr3e6")), hypotheses)
+    assert report.progress.state == "flat", report.progress.sentence()
+    assert [e.id for e in report.suspects()][:1] == ["h16"], report.ranking_record()
+
+
 def test_6_a_run_that_logs_its_rewards_parts_beside_their_total_is_read(hypotheses):
     """med-record logs four component rewards beside reward_fn_total, the one it trains on: the weights fitted on
     TRL's reward are the total's 1 and 0 for each part, so the task reward (finding accuracy, by its name) is
