@@ -187,6 +187,13 @@ def test_verl_metric_names_are_the_roles_triage_reads(tmp_path):
     log = read_source(str(path))
     assert log.kind == "console" and log.series["critic/score/mean"][2] == (3, 0.15)
 
+    # verl's file logger (trainer.logger=['file'], VERL_FILE_LOGGER_PATH): the step's metrics in a "data" envelope
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "elapsed_seconds": 4.5 * s, "data": {
+        "critic/score/mean": s / 20, "actor/entropy": 1.2 - s / 100, "val-core/openai/gsm8k/reward/mean@1": 0.3}})
+        + "\n" for s in range(1, 11)))
+    log = read_source(str(path))
+    assert log.series["critic/score/mean"][2] == (3, 0.15) and "data/critic/score/mean" not in log.series
 
 def test_json_records_one_per_line(tmp_path):
     path = tmp_path / "wandb-history.jsonl"

@@ -4,7 +4,9 @@ custom metric logs), or a JSON file holding a list of such objects.
 Each record is one logged step: its step is the first of values.STEP_KEYS it holds (the trainer's global
 step before a tracker's row counter), else its position in the file. A record that says it is an evaluation
 pass ("type": "eval") keeps its metrics under eval/, apart from training's. Objects nested in a record are read
-with their keys joined by '/' ({"train": {"reward": 1}} is train/reward).
+with their keys joined by '/' ({"train": {"reward": 1}} is train/reward), except a record's envelope: the object a
+logger wraps the step's metrics in beside its step (verl's file logger writes {"step": 3, "data": {"critic/score/mean":
+...}}), whose keys are the metrics' own names.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def read_records(path: Path, records: list | None = None) -> RunLog:
     for position, record in enumerate(records, start=1):
         if not isinstance(record, dict):
             continue
-        flat = dict(_flatten(record))
+        flat = dict(_flatten(_open_envelope(record)))
         if _is_evaluation(flat):  # a held-out pass logged among the training rows: kept apart, as eval/<key>
             flat = {key if key in STEP_KEYS else f"eval/{key}": value for key, value in flat.items()}
         step_key = next((key for key in STEP_KEYS if number(flat.get(key)) is not None), None)
@@ -53,6 +55,18 @@ def read_records(path: Path, records: list | None = None) -> RunLog:
 # records) under one of these keys, with one of these values, is an evaluation pass.
 PASS_KEYS = ("type", "split", "mode", "phase", "stage")
 EVALUATION_PASSES = frozenset({"eval", "evaluation", "test", "val", "valid", "validation"})
+
+
+# Keys a logger wraps a step's metrics in (verl's FileLogger: "data"); read only where it is the record's one object.
+ENVELOPES = ("data", "metrics", "scalars")
+
+
+def _open_envelope(record: dict) -> dict:
+    """The record with its envelope's metrics at its top level, where it has one envelope and nothing else nested."""
+    nested = [key for key, value in record.items() if isinstance(value, dict)]
+    if len(nested) != 1 or nested[0] not in ENVELOPES:
+        return record
+    return {**{key: value for key, value in record.items() if key != nested[0]}, **record[nested[0]]}
 
 
 def _is_evaluation(record: dict) -> bool:
