@@ -27,6 +27,8 @@ PASS_VALUE_CV = 0.05
 KL_FIT_MIN = 0.5
 # Completion lengths that vary less than this (relative std) cannot be told apart from prompt tokens in num_tokens.
 COMPLETION_CV_MIN = 0.01
+# ties/whole_steps needs this many logged rows of reward_std to be a share worth reading.
+MIN_TIED_ROWS = 10
 # kl/early_rise reads this many first logged rows.
 EARLY_ROWS = 3
 # Below this kl a tied step's loss / kl is float32 noise over noise.
@@ -59,6 +61,7 @@ def add_derived(log: RunLog, roles: Roles) -> None:
     _lowest_kl(log)
     _implied_kl_coefficient(log)
     _undercounted_ties(log)
+    _whole_steps_tied(log)
     _learning_rate_spent(log)
     _summed_weight_off(log)
     if roles.task is not None and not roles.auxiliary:
@@ -228,6 +231,17 @@ def _undercounted_ties(log: RunLog) -> None:
     if steps:
         missed = any(spread[s] <= FLAT_STD and tied[s] < 1.0 for s in steps)
         _put(log, "ties/undercounted", [(_run_value(log), float(missed))])
+
+
+def _whole_steps_tied(log: RunLog) -> None:
+    # Without TRL's count of tied groups, a logged reward_std of 0 still says every group of that step tied (no
+    # completion scored apart from the rest of its group, whichever std the script logged): the share of such steps
+    # is a lower bound on the share of groups tied at a typical step.
+    if log.series.get("frac_reward_zero_std"):
+        return
+    spread = [value for _, value in log.series.get("reward_std", [])]
+    if len(spread) >= MIN_TIED_ROWS:
+        _put(log, "ties/whole_steps", [(_run_value(log), sum(v <= FLAT_STD for v in spread) / len(spread))])
 
 
 def _learning_rate_spent(log: RunLog) -> None:
