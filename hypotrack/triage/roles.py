@@ -176,11 +176,17 @@ def _inferred_weights(log: RunLog, functions: list[str]) -> dict[str, float] | N
     # Normal equations: a handful of unknowns, so plain Python beats importing numpy on `triage`'s clock.
     gram = [[sum(row[i] * row[j] for row in rows) for j in range(n)] for i in range(n)]
     moment = [sum(row[i] * t for row, t in zip(rows, target)) for i in range(n)]
+    tolerance = FIT_TOLERANCE * (1 + max(abs(t) for t in target))
     solution = _solve(gram, moment)
     if solution is None:
-        return None
+        # The functions move together (a combined reward logged beside the parts it adds up): one that is TRL's reward
+        # at every step by itself pins the weights, and the rest are metrics logged at weight 0.
+        whole = [i for i in range(n) if max(abs(row[i] - t) for row, t in zip(rows, target)) <= tolerance]
+        if len(whole) != 1:
+            return None
+        solution = [float(i == whole[0]) for i in range(n)]
     error = max(abs(sum(w * x for w, x in zip(solution, row)) - t) for row, t in zip(rows, target))
-    if error > FIT_TOLERANCE * (1 + max(abs(t) for t in target)):
+    if error > tolerance:
         return None
     return {f: float(round(w, 4)) + 0.0 for f, w in zip(functions, solution)}  # + 0.0: no "-0" in the report
 
