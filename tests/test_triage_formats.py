@@ -1,9 +1,9 @@
 """Every format a run's logs come in, read by `hypotrack triage`: the same run's numbers whatever file holds them.
 
-- One plain TRL run on the toy lab (tests/triage_plain_trl.py, report_to="tensorboard") leaves all of its
-  own logs: the trainer_state.json of its checkpoint, the training_args.bin beside it, TensorBoard event
-  files under output_dir/runs/, and the dicts its Trainer printed on the console. Each is read on its own
-  and must give the same series.
+- One plain TRL run on the toy lab (tests/triage_plain_trl.py, report_to tensorboard and W&B offline) leaves all
+  of its own logs: the trainer_state.json of its checkpoint, the training_args.bin beside it, TensorBoard event
+  files under output_dir/runs/, W&B's run file under wandb/, and the dicts its Trainer printed on the console.
+  Each is read on its own and must give the same series.
 - A real public run of the real-run corpus (IMJONEZZ/UnslothGRPO, MIT; marked real_runs, as its log is kept in
   shared/real_runs/): Unsloth's trainer_state.json and its training_args.bin, read without torch.
 - Tracker exports written the way W&B, verl and OpenRLHF write them: several runs in one CSV, verl's metric
@@ -37,16 +37,19 @@ STEPS = 6
 
 @pytest.fixture(scope="module")
 def plain_run(tmp_path_factory, toy_cache: Path) -> dict:
-    """A plain TRL GRPO run that logs to TensorBoard; its console output kept as a user's `| tee train.log`."""
+    """A plain TRL GRPO run that logs to TensorBoard and to W&B (offline, as a run with no W&B account keeps it);
+    its console output kept as a user's `| tee train.log`."""
     out = tmp_path_factory.mktemp("formats")
-    env = {**os.environ, "HYPOTRACK_CACHE": str(toy_cache), "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore"}
+    env = {**os.environ, "HYPOTRACK_CACHE": str(toy_cache), "HF_HUB_OFFLINE": "1", "PYTHONWARNINGS": "ignore",
+           "WANDB_MODE": "offline", "WANDB_DIR": str(out), "WANDB_SILENT": "true"}
     done = subprocess.run([sys.executable, str(HERE / "triage_plain_trl.py"), str(out), "clean", "--steps", str(STEPS),
-                           "--report-to", "tensorboard"], env=env, cwd=out, capture_output=True, text=True, timeout=900)
+                           "--report-to", "tensorboard,wandb"], env=env, cwd=out, capture_output=True, text=True,
+                          timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     console = out / "train.log"
     console.write_text(done.stderr + done.stdout)  # what `python train.py 2>&1 | tee train.log` keeps
     run = next(json.loads(line[len(MARKER):]) for line in done.stdout.splitlines() if line.startswith(MARKER))
-    return {"output_dir": Path(run["output_dir"]), "console": console}
+    return {"output_dir": Path(run["output_dir"]), "console": console, "wandb": out / "wandb"}
 
 
 @pytest.mark.slow
@@ -59,8 +62,10 @@ def test_every_log_of_one_run_reads_the_same(plain_run):
     assert events, sorted(str(p.relative_to(output)) for p in output.rglob("*"))
     board = read_source(str(events[0].parent))
     console = read_source(str(plain_run["console"]))
-    assert (board.kind, console.kind) == ("tensorboard", "console")
-    for log in (board, console):
+    wandb_run = read_source(str(plain_run["wandb"]))  # the wandb/ folder: its one run file, run-<id>.wandb
+    assert (board.kind, console.kind, wandb_run.kind) == ("tensorboard", "console", "wandb")
+    assert wandb_run.params["num_generations"] == "4"  # the run's config, as W&B keeps it
+    for log in (board, console, wandb_run):
         series = {canonical_name(k): v for k, v in log.series.items() if canonical_name(k)}
         assert [s for s, _ in series["reward"]] == list(range(1, STEPS + 1)), log.kind
         for (step, value), (same_step, expected) in zip(series["reward"], state.series["reward"]):
@@ -194,6 +199,23 @@ def test_verl_metric_names_are_the_roles_triage_reads(tmp_path):
         + "\n" for s in range(1, 11)))
     log = read_source(str(path))
     assert log.series["critic/score/mean"][2] == (3, 0.15) and "data/critic/score/mean" not in log.series
+
+
+def test_a_loops_own_step_counter_its_summary_row_and_its_settings(tmp_path):
+    """A loop keys its rows by its own counter (outer_step, not step_time), ends its CSV with a summary row that has
+    no step, and writes its settings into every JSON record beside the step's metrics."""
+    path = tmp_path / "metrics.csv"
+    path.write_text("event,step_time,outer_step,reward\n" + "".join(f"train,1.5,{10 * s},{s / 10}\n" for s in range(1, 7))
+                    + "completed,9.0,,\n")
+    log = read_source(str(path))
+    assert [s for s, _ in log.series["reward"]] == [10, 20, 30, 40, 50, 60] and "step_time" in log.series
+    assert any("no step" in said for said in log.said), log.said
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps({"config": {"learning_rate": 3e-7, "beta": 0.0}, "metrics": {"reward": s / 10},
+                                        "split": "train", "step": s}) + "\n" for s in range(1, 7)))
+    log = read_source(str(path))
+    assert log.series["reward"][1] == (2, 0.2) and log.params["learning_rate"] == "3e-07"
+    assert not any(key.startswith("config") for key in log.series)
 
 def test_json_records_one_per_line(tmp_path):
     path = tmp_path / "wandb-history.jsonl"
@@ -454,6 +476,8 @@ def test_a_console_log_that_starts_like_json_is_still_a_console_log(tmp_path):
     ("model.safetensors", b"\x10\x00\x00\x00\x00\x00\x00\x00{}", "a checkpoint's weights"),
     ("curve.png", b"\x89PNG\r\n\x1a\n\x00\x00", "an image"),
     ("notes.txt", b"the run looked fine to me\n", "a text file with none of the metrics"),
+    ("run-0a1b2c3d.wandb", b":W&B\xe1\xbe\x00" + b"\x00" * 64, "a W&B run file with no logged metrics"),
+    ("run-cut.wandb", b"\x00\x01binary", "not a W&B run file"),
 ])
 def test_a_file_triage_cannot_read_gets_one_sentence(tmp_path, run_cli, name, content, says):
     path = tmp_path / name

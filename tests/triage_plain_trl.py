@@ -78,7 +78,7 @@ def train(out: Path, fault: str, steps: int, report_to: str, seed: int = 0) -> d
 
     model = str(ensure_model("arith"))
     settings = dict(
-        output_dir=str(out), use_cpu=True, report_to=report_to, seed=seed, data_seed=seed, max_steps=steps,
+        output_dir=str(out), use_cpu=True, report_to=report_to.split(","), seed=seed, data_seed=seed, max_steps=steps,
         logging_steps=1, save_strategy="steps", save_steps=steps, per_device_train_batch_size=16,
         num_generations=4, max_completion_length=6, learning_rate=5e-3, loss_type="dapo", beta=0.0,
         temperature=1.0, scale_rewards="group", lr_scheduler_type="constant", bf16=False, fp16=False,

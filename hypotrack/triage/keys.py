@@ -63,6 +63,8 @@ OTHER_TRAINERS = {
     "truncation_rate": "completions/clipped_ratio",  # the share of completions cut at the length budget
     "zero_advantage_group_fraction": "frac_reward_zero_std",  # a group whose rewards tie has every advantage 0
     "flat_reward_group_ratio": "frac_reward_zero_std",
+    "degenerate_group_rate": "frac_reward_zero_std",  # a degenerate group: every completion scored alike
+    "group_reward_std": "reward_std",
 }
 # Hand-written loops also wrap a quantity's name in the statistic they logged of it and in their split (rewards_avg,
 # train_accuracies_avg, mean_kl): the quantity underneath, singular, is what triage reads. An accuracy or a

@@ -17,7 +17,7 @@ from hypotrack.cut_short import csv_unfinished_line, cut_short
 from hypotrack.errors import HypotrackError
 
 from .runlog import RunLog
-from .values import STEP_KEYS, decode_text, non_empty, number, refuse_wrapped
+from .values import STEP_KEYS, decode_text, non_empty, number, refuse_wrapped, step_key
 
 # Columns that name the run a row belongs to, in exports of several runs.
 RUN_COLUMNS = ("run", "run_name", "run name", "run_id", "name", "experiment", "experiment_name", "exp_name",
@@ -33,19 +33,23 @@ def read_csv(path: Path) -> list[RunLog]:
         raise HypotrackError(f"{path}: {cut_short(unfinished)} (its last row is incomplete: remove it to read the "
                              "rows before it)")
     header = [column.strip() for column in rows[0]]
-    lowered = [column.lower() for column in header]
-    step_at = next((lowered.index(name.lower()) for name in STEP_KEYS if name.lower() in lowered), None)
+    step_column = step_key(header)
+    step_at = header.index(step_column) if step_column is not None else None
     if step_at is None:
         raise HypotrackError(f"{path}: no step column ({', '.join(STEP_KEYS)}) in the header line: "
                              f"{', '.join(rows[0][:8])}{' ...' if len(rows[0]) > 8 else ''}")
     body = [(line, row) for line, row in enumerate(rows[1:], start=2) if any(cell.strip() for cell in row)]
+    # A row with no step at all is no step: a loop's end-of-run summary ("completed,grpo,,,44.5,...").
+    stepless = [line for line, row in body if step_at >= len(row) or not row[step_at].strip()]
+    body = [(line, row) for line, row in body if line not in stepless]
     steps = []
     for line_number, row in body:
-        step = number(row[step_at] if step_at < len(row) else "")
+        step = number(row[step_at])
         if step is None:
             raise HypotrackError(f"{path}:{line_number}: the step column {header[step_at]!r} holds "
-                                 f"{(row[step_at] if step_at < len(row) else '')!r}, not a step number")
+                                 f"{row[step_at]!r}, not a step number")
         steps.append(int(step))
+    lowered = [column.lower() for column in header]
     long_form = next((lowered.index(n) for n in ("key", "metric") if n in lowered), None)
     value_at = lowered.index("value") if "value" in lowered else None
     run_at = _run_column(header, lowered, body, steps, step_at, skip={long_form, value_at})
@@ -73,6 +77,10 @@ def read_csv(path: Path) -> list[RunLog]:
             log_of(run or row_run).add(key, step, value)
     if not logs:
         raise HypotrackError(f"{path}: no numeric metrics logged")
+    if stepless:
+        for log in logs.values():
+            log.said.append(f"{len(stepless)} row(s) with an empty {header[step_at]!r} (line {stepless[0]}"
+                            f"{' ...' if len(stepless) > 1 else ''}) are no step, such as a summary at the end: left out")
     return [non_empty(log.sort()) for log in logs.values()]
 
 

@@ -6,7 +6,8 @@ step before a tracker's row counter), else its position in the file. A record th
 pass ("type": "eval") keeps its metrics under eval/, apart from training's. Objects nested in a record are read
 with their keys joined by '/' ({"train": {"reward": 1}} is train/reward), except a record's envelope: the object a
 logger wraps the step's metrics in beside its step (verl's file logger writes {"step": 3, "data": {"critic/score/mean":
-...}}), whose keys are the metrics' own names.
+...}}), whose keys are the metrics' own names, and the settings a loop writes beside it ({"config": {...}, "metrics":
+{...}}), read as the run's params.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from hypotrack.errors import HypotrackError
 
 from .runlog import RunLog
-from .values import STEP_KEYS, decode_text, non_empty, number, refuse_wrapped
+from .values import STEP_KEYS, decode_text, non_empty, number, refuse_wrapped, step_key
 
 
 def read_records(path: Path, records: list | None = None) -> RunLog:
@@ -30,19 +31,21 @@ def read_records(path: Path, records: list | None = None) -> RunLog:
         if not isinstance(record, dict):
             continue
         flat = dict(_flatten(_open_envelope(record)))
+        key_of_step = step_key([key for key, value in flat.items() if number(value) is not None])
         if _is_evaluation(flat):  # a held-out pass logged among the training rows: kept apart, as eval/<key>
-            flat = {key if key in STEP_KEYS else f"eval/{key}": value for key, value in flat.items()}
-        step_key = next((key for key in STEP_KEYS if number(flat.get(key)) is not None), None)
-        if step_key is None:
+            flat = {key if key in STEP_KEYS or key == key_of_step else f"eval/{key}": value for key, value in flat.items()}
+        if key_of_step is None:
             counted += 1
-        step = int(number(flat[step_key]) or 0) if step_key else position  # the key was chosen for its number
+        step = int(number(flat[key_of_step]) or 0) if key_of_step else position  # the key was chosen for its number
         for key, value in flat.items():
-            if key in STEP_KEYS:
+            if key in STEP_KEYS or key == key_of_step:
                 continue
             as_number = number(value)
             if as_number is None and isinstance(value, str):
                 refuse_wrapped(value, f"{path}: record {position}, {key!r}")
             log.add(key, step, as_number)
+    for key, value in _settings(records).items():
+        log.params.setdefault(key, value)
     if counted:
         log.said.append(f"{counted} record(s) carry no step ({', '.join(STEP_KEYS)}): read at their position in the "
                         "file")
@@ -57,16 +60,27 @@ PASS_KEYS = ("type", "split", "mode", "phase", "stage")
 EVALUATION_PASSES = frozenset({"eval", "evaluation", "test", "val", "valid", "validation"})
 
 
-# Keys a logger wraps a step's metrics in (verl's FileLogger: "data"); read only where it is the record's one object.
+# Keys a logger wraps a step's metrics in (verl's FileLogger: "data"; a loop's "metrics" beside its "config").
 ENVELOPES = ("data", "metrics", "scalars")
+# Objects a loop writes into every record that hold its settings, not the step's metrics.
+SETTINGS = ("config", "args", "hparams", "hyperparameters")
 
 
 def _open_envelope(record: dict) -> dict:
-    """The record with its envelope's metrics at its top level, where it has one envelope and nothing else nested."""
-    nested = [key for key, value in record.items() if isinstance(value, dict)]
+    """The record with its envelope's metrics at its top level and its settings left out, where it has one
+    envelope and nothing else nested but settings."""
+    nested = [key for key, value in record.items() if isinstance(value, dict) and key not in SETTINGS]
     if len(nested) != 1 or nested[0] not in ENVELOPES:
         return record
-    return {**{key: value for key, value in record.items() if key != nested[0]}, **record[nested[0]]}
+    kept = {key: value for key, value in record.items() if key != nested[0] and key not in SETTINGS}
+    return {**kept, **record[nested[0]]}
+
+
+def _settings(records: list) -> dict[str, str]:
+    """The run's settings where its records carry them (the first record's): beta, learning_rate, ..."""
+    first = next((record for record in records if isinstance(record, dict)), {})
+    found = next((first[key] for key in SETTINGS if isinstance(first.get(key), dict)), {})
+    return {key: str(value) for key, value in found.items() if isinstance(value, (str, int, float, bool))}
 
 
 def _is_evaluation(record: dict) -> bool:

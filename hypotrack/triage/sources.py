@@ -3,10 +3,11 @@
 - an MLflow run: its id (32 hex digits) or a `runs:/<id>` URI, on the tracking URI given (else MLflow's
   default); read through hypotrack.tracking, so MLflow is imported only for this kind of source;
 - a training output folder (TRL / transformers' `output_dir`): its `trainer_state.json`, else the one in
-  its newest `checkpoint-N/`, else the TensorBoard event files under it (read_state.py, read_tensorboard.py);
-- a file: a trainer_state.json; TensorBoard event files; a CSV export from a tracker (read_csv.py), W&B's
-  with several runs kept apart; JSON records, one per line or as a list (read_jsonl.py); a console log of
-  transformers' printed dicts or verl's step lines (read_console.py).
+  its newest `checkpoint-N/`, else the TensorBoard event files under it, else the W&B run files under it (a
+  `wandb/` folder) (read_state.py, read_tensorboard.py, read_wandb.py);
+- a file: a trainer_state.json; TensorBoard event files; a W&B run file (`run-<id>.wandb`); a CSV export
+  from a tracker (read_csv.py), W&B's with several runs kept apart; JSON records, one per line or as a list
+  (read_jsonl.py); a console log of transformers' printed dicts or verl's step lines (read_console.py).
 
 The checkpoint's `training_args.bin` beside the log (or in its newest checkpoint) adds the run's settings
 (beta, num_generations, loss_type, logging_steps, ...) to what triage knows, read without torch
@@ -29,6 +30,7 @@ from .read_csv import read_csv
 from .read_jsonl import read_records
 from .read_state import STATE_FILE, is_trainer_state, load_json, read_trainer_state
 from .read_tensorboard import event_files, is_event_file, read_tensorboard
+from .read_wandb import is_wandb_file, read_wandb, wandb_files
 from .runlog import STEPS_ASSUMED, RunLog
 from .training_args import ARGS_FILE, settings
 from .values import non_empty
@@ -44,11 +46,13 @@ NOT_METRICS = {
     ".yaml": "a configuration file", ".yml": "a configuration file", ".toml": "a configuration file",
     ".py": "a Python script", ".ipynb": "a notebook", ".parquet": "a Parquet table", ".md": "a Markdown text",
 }
+# What a folder's one log may be (a loop's metrics file, a dumped log_history, a console capture).
+LOG_SUFFIXES = (".csv", ".json", ".jsonl", ".log", ".txt", ".out")
 # Text files that are not logs by their kind, yet where users paste a run's console output (notes of the run with its
 # terminal capture): read as that console log when they hold one.
 PASTED_LOGS = {".md"}
-WHAT_TO_PASS = ("pass the run's trainer_state.json (or its output folder), its TensorBoard event files, the console "
-                "log its Trainer printed, a tracker's CSV export, or an MLflow run id")
+WHAT_TO_PASS = ("pass the run's trainer_state.json (or its output folder), its TensorBoard event files, its W&B run file "
+                "(run-<id>.wandb), the console log its Trainer printed, a tracker's CSV export, or an MLflow run id")
 
 
 def read_runs(source: str, tracking_uri: str | None = None) -> list[RunLog]:
@@ -106,17 +110,19 @@ def _read_folder(folder: Path) -> list[RunLog]:
         return [read_trainer_state(state)]
     if event_files(folder):
         return read_tensorboard(folder)
-    readable = sorted(p.name for p in folder.iterdir() if p.suffix.lower() in (".csv", ".jsonl", ".log", ".txt"))
+    if wandb_files(folder):
+        return read_wandb(folder)
+    readable = sorted(p.name for p in folder.iterdir() if p.suffix.lower() in LOG_SUFFIXES)
     if len(readable) == 1:
-        # A hand-written loop's or Tinker's log folder holds its one metrics file (metrics.jsonl, train.log): the
-        # folder names the run, and its only log is what a user means by it.
+        # A hand-written loop's or Tinker's log folder holds its one metrics file (metrics.jsonl, train.log, a dumped
+        # log_history.json): the folder names the run, and its only log is what a user means by it.
         logs = _read_file(folder / readable[0])
         for log in logs:
             log.said.append(f"read {readable[0]}, the only log in {folder}")
         return logs
     hint = f" (it holds {', '.join(readable[:5])}: pass one of them)" if readable else ""
     raise HypotrackError(f"{folder}: no {STATE_FILE} in the folder or in a checkpoint-N/ folder under it, and no "
-                         f"TensorBoard event files under it{hint}. TRL writes a {STATE_FILE} with every checkpoint "
+                         f"TensorBoard event files or W&B run files under it{hint}. TRL writes a {STATE_FILE} with every checkpoint "
                          "(trainer.save_state() writes one at the end); otherwise " + WHAT_TO_PASS)
 
 
@@ -142,6 +148,8 @@ def _read_file(path: Path) -> list[RunLog]:
     if suffix in (".csv", ".tsv"):
         return read_csv(path)
     head = _head(path)
+    if is_wandb_file(path, head):
+        return read_wandb(path)
     pasted_log = suffix in PASTED_LOGS and looks_like_console(path.read_bytes().decode("utf-8", errors="replace"))
     if (suffix in NOT_METRICS and not pasted_log) or _binary(head):
         what = NOT_METRICS.get(suffix, "a binary file")
@@ -219,11 +227,10 @@ def _first_line_is_object(text: str) -> bool:
 
 
 def _has_step_header(text: str) -> bool:
-    from .values import STEP_KEYS
+    from .values import step_key
 
-    first = next((line for line in text.splitlines() if line.strip()), "").lower()
-    cells = [c.strip().strip('"') for c in re.split(r"[,\t;]", first)]
-    return any(key.lower() in cells for key in STEP_KEYS)
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return step_key([c.strip().strip('"') for c in re.split(r"[,\t;]", first)]) is not None
 
 
 def _logging_steps(args_file: Path) -> int | None:

@@ -14,6 +14,16 @@ from .runlog import RunLog
 # number) comes after the trainer's global step, which is what the hypotheses' step windows mean.
 STEP_KEYS = ("step", "global_step", "train/global_step", "trainer/global_step", "training/global_step",
              "_step", "Step", "grpo_step", "iteration", "progress/step", "update")  # the last four: hand-written loops
+# Else a loop's own counter named for what it counts: outer_step, rl_step, train_step (never step_time or
+# time_per_step, which are durations).
+LOOP_STEP_KEY = re.compile(r"^(?:[a-z]+_)?step$", re.IGNORECASE)
+
+
+def step_key(keys: list[str]) -> str | None:
+    """The key (or column) that holds the step: the first of STEP_KEYS present, else a loop's own counter."""
+    lowered = {key.lower(): key for key in keys}
+    named = next((lowered[name.lower()] for name in STEP_KEYS if name.lower() in lowered), None)
+    return named or next((key for key in keys if LOOP_STEP_KEY.match(key.strip())), None)
 
 # A number written as an object's text: `tensor(0.4500)`, `tensor(0.45, device='cuda:0')`, `np.float64(0.3)`.
 WRAPPED_NUMBER = re.compile(r"^\s*(tensor|(np|numpy|torch)\.\w+)\(\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*[,)]")

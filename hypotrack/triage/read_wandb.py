@@ -1,0 +1,148 @@
+"""Read a W&B run file (`run-<id>.wandb`), the record of a run that W&B writes beside its `files/` folder
+(`wandb/run-<date>-<id>/`), offline or online: what users commit when they commit their `wandb/` folder.
+
+The file is LevelDB's log format (https://github.com/google/leveldb/blob/master/doc/log_format.md) behind W&B's
+7-byte header: 32 KiB blocks of chunks, each with a CRC-32, a length and a type that says whether it holds a whole
+record or its first, middle or last part. Each record is a protobuf `Record` of W&B's own schema, parsed with the
+`wandb` package's generated classes (`wandb.proto.wandb_internal_pb2`), imported only here: the optional extra
+`hypotrack[wandb]`. W&B's SDK no longer ships a Python reader of these files (its core reads them in Go), so the
+chunk framing is read here; every record's content is protobuf's to parse.
+
+Each history record (one `wandb.log` call) is one row: its items by their key, nested keys joined by '/', values
+as W&B wrote them (JSON), at the step the run plotted them against (its define_metric step metric, as TRL's callback
+and most loops declare one), else as JSON records are read (read_jsonl.py: the trainer's step before W&B's `_step`).
+The run's config (learning_rate, beta, num_generations, ...) becomes its params, as an MLflow run's are.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import struct
+import zlib
+from pathlib import Path
+
+from hypotrack.errors import HypotrackError
+
+from .read_jsonl import read_records
+from .runlog import RunLog
+
+SUFFIX = ".wandb"
+HEADER = b":W&B"  # the file's first bytes: W&B's ident, then its magic (0xBEE1) and version (0)
+HEADER_LEN = 7
+BLOCK_LEN = 32768
+CHUNK_HEADER = struct.Struct("<IHB")  # crc32 of the type byte and the data, the data's length, the chunk's type
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+INSTALL = ("reading it takes W&B's record schema: pip install 'hypotrack[wandb]' (or export the run's history "
+           "from W&B as CSV and pass that)")
+
+
+def is_wandb_file(path: Path, head: bytes) -> bool:
+    return path.suffix == SUFFIX or head.startswith(HEADER)
+
+
+def wandb_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob(f"*{SUFFIX}") if p.is_file())
+
+
+def read_wandb(path: Path) -> list[RunLog]:
+    """The runs under ``path``: one run file, or every run file under a folder (a `wandb/` folder holds one per run)."""
+    files = [path] if path.is_file() else wandb_files(path)
+    return [_read_run(file, named=len(files) > 1) for file in files]
+
+
+def _read_run(file: Path, named: bool) -> RunLog:
+    try:
+        from google.protobuf.message import DecodeError
+        from wandb.proto.wandb_internal_pb2 import Record
+    except ImportError:
+        raise HypotrackError(f"{file}: a W&B run file (.wandb); {INSTALL}") from None
+    rows, config, name, axes = [], {}, "", {}
+    for data in _records(file):
+        record = Record()
+        try:
+            record.ParseFromString(data)
+        except DecodeError:  # a record W&B's schema does not hold
+            raise HypotrackError(f"{file}: a record that is not one of W&B's (written by another W&B version?); "
+                                 "export the run's history from W&B as CSV and pass that") from None
+        kind = record.WhichOneof("record_type")
+        if kind == "history":
+            rows.append({_key(item): _value(item.value_json) for item in record.history.item})
+        elif kind == "metric" and record.metric.step_metric:
+            axes[record.metric.name or record.metric.glob_name] = record.metric.step_metric
+        elif kind == "run":
+            name = record.run.display_name or record.run.run_id
+            config.update(_config(record.run.config.update))
+        elif kind == "config":
+            config.update(_config(record.config.update))
+    if not rows:
+        raise HypotrackError(f"{file}: a W&B run file with no logged metrics (no wandb.log call reached it); "
+                             "pass the run's console log (files/output.log beside it) or a CSV export instead")
+    log = read_records(file, [_on_its_axis(row, axes) for row in rows])
+    log.kind = "wandb"
+    log.run = name if named else ""
+    for key, value in config.items():
+        log.params.setdefault(key, value)
+    return log
+
+
+def _records(file: Path) -> list[bytes]:
+    """Every record's bytes, its chunks joined; a run killed mid-write ends at its last whole record."""
+    data = file.read_bytes()
+    if not data.startswith(HEADER) or len(data) < HEADER_LEN:
+        raise HypotrackError(f"{file}: not a W&B run file (it does not start with W&B's header): pass the run-<id>.wandb "
+                             "W&B wrote, the run's console log (files/output.log beside it) or a CSV export instead")
+    records, parts, at = [], b"", HEADER_LEN
+    while at + CHUNK_HEADER.size <= len(data):
+        left_in_block = BLOCK_LEN - at % BLOCK_LEN
+        if left_in_block < CHUNK_HEADER.size:  # a block's tail too short for a chunk is padding
+            at += left_in_block
+            continue
+        checksum, length, kind = CHUNK_HEADER.unpack_from(data, at)
+        chunk = data[at + CHUNK_HEADER.size: at + CHUNK_HEADER.size + length]
+        if kind == 0 or len(chunk) < length or zlib.crc32(chunk, zlib.crc32(bytes([kind]))) != checksum:
+            break  # zeros past the last record (a file preallocated or cut short): the records before it are whole
+        at += CHUNK_HEADER.size + length
+        if kind == FULL:
+            records.append(chunk)
+        elif kind == FIRST:
+            parts = chunk
+        elif kind == MIDDLE:
+            parts += chunk
+        elif kind == LAST:
+            records.append(parts + chunk)
+    return records
+
+
+def _on_its_axis(row: dict, axes: dict[str, str]) -> dict:
+    """The row at the step its metrics are plotted against: W&B's define_metric names a metric's step metric (TRL's
+    callback: train/global_step for every key; a loop's own: grpo_step for train/*, eval_step for eval/*), which
+    stands for the step in place of W&B's row counter _step."""
+    for key in row:
+        axis = next((step for pattern, step in axes.items() if fnmatch.fnmatchcase(key, pattern)), None)
+        if axis is not None and axis != key and isinstance(row.get(axis), (int, float)):
+            return {"step": row[axis], **{k: v for k, v in row.items() if k not in ("_step", axis)}}
+    return row
+
+
+def _key(item) -> str:
+    return item.key or "/".join(item.nested_key)
+
+
+def _value(text: str) -> object:
+    try:
+        return json.loads(text) if text else None
+    except json.JSONDecodeError:
+        return None
+
+
+def _config(items) -> dict[str, str]:
+    """The run's config as params: W&B keeps each value as {"value": ..., "desc": ...} JSON."""
+    out = {}
+    for item in items:
+        value = _value(item.value_json)
+        if isinstance(value, dict) and "value" in value:
+            value = value["value"]
+        if isinstance(value, (str, int, float, bool)):
+            out[_key(item)] = str(value)
+    return out
