@@ -461,3 +461,46 @@ def test_10_a_flat_run_near_its_ceiling_is_not_held_back(hypotheses, slug):
         report.progress.sentence())
     assert not report.suspects(), report.ranking_record()
     assert "h27" in [e.id for e in report.ranking if e.present]
+
+
+def test_11_steps_where_every_group_tied_mark_a_sparse_reward_without_the_tied_count(hypotheses):
+    """membrane's repeat run (a CSV of its trainer_state, without frac_reward_zero_std): reward_std is exactly 0 on 23
+    of 45 logged rows while the reward averages 0.003; the authors name the sparse reward (no group with a non-zero
+    advantage) and fix it with a warm start. The rows where every group tied are a lower bound on the tied share, and
+    h11 is the suspect."""
+    log = derived(str(corpus("membrane__repeat_seed_3408")))
+    assert last(log, "ties/whole_steps") == pytest.approx(23 / 45)
+    report = triage(str(corpus("membrane__repeat_seed_3408")), hypotheses)
+    assert [e.id for e in report.suspects()][:1] == ["h11"], report.ranking_record()
+
+
+def test_6_a_reward_function_that_is_the_whole_reward_pins_the_weights_of_the_metrics_beside_it(hypotheses):
+    """rs_aidams' gate run logs its one trained reward (`reward`) beside four metric functions it adds up from
+    (correctness, format, think rate and tokens), all as TRL reward functions: they move together, so least squares
+    cannot split them, yet `reward` alone is TRL's reward at every step. Its weight is 1 and the metrics' 0, and no
+    metric is read as an auxiliary reward that outweighs the task (h20, h05). The folder holds one log, a dumped
+    log_history.json, which is read."""
+    report = triage(str(corpus("rsaidams__gate_lam2_0").parent), hypotheses)
+    assert any("reward 1, metric_think_rate 0" in said for said in report.assumed), report.assumed
+    assert not {"h20", "h05"} & {e.id for e in report.suspects()}, report.ranking_record()
+
+
+def test_9_a_wandb_run_file_is_read_on_the_step_its_metrics_were_plotted_against(hypotheses):
+    """JPassionQ's CS336 GRPO run, its W&B offline run file as committed: train/* plotted against grpo_step and
+    eval/* against eval_step (define_metric), not W&B's row counter; the held-out accuracy rises 0.05 -> 0.64 over
+    the 50 GRPO steps."""
+    log = read_source(str(corpus("cs336jpassionq__grpo_clip_lr1e5_e3_tb128")))
+    assert log.kind == "wandb" and [s for s, _ in log.series["train/reward_mean"]] == list(range(1, 51))
+    assert log.series["eval/accuracy"][0][0] == 1 and log.series["eval/accuracy"][-1][0] == 50
+    report = triage(str(corpus("cs336jpassionq__grpo_clip_lr1e5_e3_tb128")), hypotheses)
+    assert report.progress.state == "learning" and report.progress.heldout, report.progress.sentence()
+
+
+def test_9_a_loops_own_step_counter_and_summary_row_and_settings_are_read(hypotheses):
+    """minimind-lab's metrics CSV is keyed by its outer_step and ends in a `completed` row with no step; its tied
+    share is its degenerate_group_rate. miniLLM-RL's JSONL writes {"config": {...}, "metrics": {...}, "step": N}."""
+    log = read_source(str(corpus("minimindlab__r02c_math_grpo")))
+    assert [s for s, _ in log.series["reward"]][:2] == [10, 20] and len(log.series["reward"]) == 25
+    assert canonical(log).log.series["frac_reward_zero_std"][-1] == (250, 1.0)
+    log = read_source(str(corpus("minirl__dapo_learnability_lr3em7")))
+    assert log.params["learning_rate"] == "3e-07" and len(log.series["reward"]) == 200
