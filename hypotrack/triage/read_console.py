@@ -52,7 +52,8 @@ BARE_NONFINITE = re.compile(r"(?<=[:,\[] )(-?(?:nan|inf))(?=[,}\]])")
 # A logged number as a line prints it: 0.5, -3e-05, .25, nan, inf.
 NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)"
 VERL_STEP = re.compile(r"\bstep:(\d+) - (.*)$")
-VERL_PAIR = re.compile(rf"([^\s:]+):\s*({NUMBER})(?=\s|$)")
+# verl under numpy 2 prints a numpy scalar as its repr: `val-core/gsm8k/reward/mean@1:np.float64(0.41)`.
+VERL_PAIR = re.compile(rf"([^\s:]+):\s*(?:np\.\w+\()?({NUMBER})\)?(?=\s|$)")
 # A hand-written loop's progress line: its step ("12/100", "step 12", "step=12") and key=value pairs, among them a
 # metric every trainer logs: "[run]  12/100 | loss=0.0123 | reward=0.250".
 LOOP_STEP = re.compile(r"\bstep\s*[=:]?\s*(\d+)\b", re.IGNORECASE)
