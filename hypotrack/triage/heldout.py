@@ -26,6 +26,8 @@ NOT_A_SCORE = ("loss", "runtime", "second", "length", "len", "token", "kl", "ent
                "top", "step", "frac", "num", "n", "count", "turn", "episode", "rubric", "sample", "lr", "time", "max",
                "min", "epoch", "optimizer")
 REWARD_WORDS = ("reward", "return")
+# verl's validation metrics other than its data sources' main score (val-core/): read only where no main score is.
+AUXILIARY_SPLIT = "val-aux/"
 
 
 @dataclass
@@ -44,7 +46,7 @@ def heldout_score(log: RunLog, task: str | None) -> HeldOut | None:
     if not candidates:
         return None
 
-    def preference(key: str) -> tuple[int, int, str]:
+    def preference(key: str) -> tuple[int, bool, int, str]:
         body = _body(key)
         if task is not None and body in (f"rewards/{task}/mean", f"rewards/{task}"):
             order = 0
@@ -52,7 +54,7 @@ def heldout_score(log: RunLog, task: str | None) -> HeldOut | None:
             order = 1
         else:
             order = 2
-        return order, len(key), key
+        return order, key.startswith(AUXILIARY_SPLIT), len(key), key
 
     metric = min(candidates, key=preference)
     points = log.series[metric]

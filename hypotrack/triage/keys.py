@@ -23,7 +23,8 @@ RENAMED = {
     "clip_ratio": "clip_ratio/region_mean",  # before the low / high / region clip ratios
 }
 # Other GRPO trainers' names for the quantities TRL logs (what each measures is the same, up to the notes):
-# verl (its metric_utils and dp_actor) and OpenRLHF (its PPO / GRPO trainer's logs, "train/" stripped).
+# verl (its metric_utils and dp_actor), OpenRLHF (its PPO / GRPO trainer's logs, "train/" stripped) and TRL's own
+# PPO and RLOO trainers.
 OTHER_TRAINERS = {
     # verl: critic/score is the reward functions' sequence score (critic/rewards adds an in-reward KL penalty)
     "critic/score/mean": "reward",
@@ -42,6 +43,12 @@ OTHER_TRAINERS = {
     "response_length": "completions/mean_length",
     "policy_entropy": "entropy",
     "entropy": "entropy",
+    # TRL's PPO and RLOO trainers (objective/*, policy/*): the reward model's score before the KL penalty
+    # (objective/rlhf_reward subtracts it), the KL to the reference and the token entropy
+    "objective/scores": "reward",
+    "objective/kl": "kl",
+    "policy/entropy_avg": "entropy",
+    "policy/clipfrac_avg": "clip_ratio/region_mean",
     # Tinker cookbook's RL loop (metrics.jsonl): env/all/* per rollout batch, optim/* per update. Its
     # optim/kl_sample_train_* is the sampler-trainer mismatch, not a KL to a reference: it is not renamed.
     "env/all/reward/total": "reward",
@@ -93,7 +100,9 @@ CONVERTED = {
 TRAIN_PREFIX = "train/"
 # Not training metrics: evaluation passes (heldout.py reads them as the held-out score), and transformers'
 # end-of-training summary.
-EVAL_PREFIXES = ("eval/", "eval_", "test/", "test_", "val/", "val_", "validation/", "validation_")
+# verl splits its validation metrics into val-core/ (the data sources' main score) and val-aux/ (the rest).
+EVAL_PREFIXES = ("eval/", "eval_", "test/", "test_", "val/", "val_", "validation/", "validation_", "val-core/",
+                 "val-aux/")
 SUMMARY_KEYS = frozenset({"train_loss", "train_runtime", "train_samples_per_second", "train_steps_per_second",
                           "total_flos", "epoch", "step", "global_step", "training/global_step", "training/epoch",
                           "trainer/global_step", "_step", "_runtime", "_timestamp"})
