@@ -28,6 +28,7 @@ from .read_jsonl import read_records
 from .runlog import RunLog
 
 SUFFIX = ".wandb"
+CONSOLE_CAPTURE = "output.log"  # what W&B keeps of a run's stdout and stderr, in its files/ folder
 HEADER = b":W&B"  # the file's first bytes: W&B's ident, then its magic (0xBEE1) and version (0)
 HEADER_LEN = 7
 BLOCK_LEN = 32768
@@ -43,6 +44,11 @@ def is_wandb_file(path: Path, head: bytes) -> bool:
 
 def wandb_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob(f"*{SUFFIX}") if p.is_file())
+
+
+def wandb_console_logs(folder: Path) -> list[Path]:
+    """The console output W&B captured of each run under ``folder`` (`<run folder>/files/output.log`)."""
+    return sorted(p for p in folder.rglob(CONSOLE_CAPTURE) if p.is_file() and p.parent.name == "files")
 
 
 def read_wandb(path: Path) -> list[RunLog]:

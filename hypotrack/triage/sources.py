@@ -4,7 +4,8 @@
   default); read through hypotrack.tracking, so MLflow is imported only for this kind of source;
 - a training output folder (TRL / transformers' `output_dir`): its `trainer_state.json`, else the one in
   its newest `checkpoint-N/`, else the TensorBoard event files under it, else the W&B run files under it (a
-  `wandb/` folder) (read_state.py, read_tensorboard.py, read_wandb.py);
+  `wandb/` folder), else the console output W&B kept of each run (`files/output.log`) (read_state.py,
+  read_tensorboard.py, read_wandb.py);
 - a file: a trainer_state.json; TensorBoard event files; a W&B run file (`run-<id>.wandb`); a CSV export
   from a tracker (read_csv.py), W&B's with several runs kept apart; JSON records, one per line or as a list
   (read_jsonl.py); a console log of transformers' printed dicts or verl's step lines (read_console.py).
@@ -30,7 +31,7 @@ from .read_csv import read_csv
 from .read_jsonl import read_records
 from .read_state import STATE_FILE, is_trainer_state, load_json, read_trainer_state
 from .read_tensorboard import event_files, is_event_file, read_tensorboard
-from .read_wandb import is_wandb_file, read_wandb, wandb_files
+from .read_wandb import is_wandb_file, read_wandb, wandb_console_logs, wandb_files
 from .runlog import STEPS_ASSUMED, RunLog
 from .training_args import ARGS_FILE, settings
 from .values import non_empty
@@ -112,6 +113,18 @@ def _read_folder(folder: Path) -> list[RunLog]:
         return read_tensorboard(folder)
     if wandb_files(folder):
         return read_wandb(folder)
+    captured = wandb_console_logs(folder)
+    if captured:
+        # A W&B run folder committed without its run file (a run killed early, or the file left out for its size):
+        # the console output W&B captured beside it is the run's log.
+        logs = []
+        for path in captured:
+            for log in _read_file(path):
+                log.run = path.parent.parent.name if len(captured) > 1 else log.run
+                log.said.append(f"read {path.relative_to(folder)}, the console output W&B kept of the run (no "
+                                "run-<id>.wandb beside it)")
+                logs.append(log)
+        return logs
     readable = sorted(p.name for p in folder.iterdir() if p.suffix.lower() in LOG_SUFFIXES)
     if len(readable) == 1:
         # A hand-written loop's or Tinker's log folder holds its one metrics file (metrics.jsonl, train.log, a dumped
