@@ -184,13 +184,15 @@ def test_verl_metric_names_are_the_roles_triage_reads(tmp_path):
     assert canonical_name("response_length/clip_ratio") == "completions/clipped_ratio"
     assert canonical_name("actor/grad_norm") == "grad_norm" and canonical_name("actor/lr") == "learning_rate"
     assert canonical_name("train/actor_lr") == "learning_rate"  # OpenRLHF
+    assert canonical_name("objective/scores") == "reward" and canonical_name("objective/kl") == "kl"  # TRL's PPO
     # verl's console, one line a step (with Ray's prefix)
     path = tmp_path / "verl.log"
     path.write_text("".join(f"(TaskRunner pid=1) step:{s} - actor/entropy:{1.2 - s / 100:.3f} - critic/score/mean:"
-                            f"{s / 20:.3f} - response_length/mean:{300 + s} - training/global_step:{s}\n"
-                            for s in range(1, 11)))
+                            f"{s / 20:.3f} - response_length/mean:{300 + s} - actor/pg_loss:np.float64({s / 1000}) - "
+                            f"training/global_step:{s}\n" for s in range(1, 11)))
     log = read_source(str(path))
     assert log.kind == "console" and log.series["critic/score/mean"][2] == (3, 0.15)
+    assert log.series["actor/pg_loss"][1] == (2, 0.002)  # numpy 2's repr of a numpy scalar
 
     # verl's file logger (trainer.logger=['file'], VERL_FILE_LOGGER_PATH): the step's metrics in a "data" envelope
     path = tmp_path / "metrics.jsonl"

@@ -53,7 +53,9 @@ def corpus(slug: str) -> Path:
                                 "(tests/fixtures/real_runs/corpus.yaml), kept in shared/real_runs/")
         assert hashlib.sha256(path.read_bytes()).hexdigest() == file["sha256"], path
     names = [f["file"] for f in entry["files"]]
-    return folder if "trainer_state.json" in names else folder / next(n for n in names if not n.endswith(".bin"))
+    if "trainer_state.json" in names or any("/" in name for name in names):  # or a run's folders (W&B's)
+        return folder
+    return folder / next(n for n in names if not n.endswith(".bin"))
 
 
 def derived(source: str, task_reward: str | None = None) -> RunLog:
@@ -504,3 +506,15 @@ def test_9_a_loops_own_step_counter_and_summary_row_and_settings_are_read(hypoth
     assert canonical(log).log.series["frac_reward_zero_std"][-1] == (250, 1.0)
     log = read_source(str(corpus("minirl__dapo_learnability_lr3em7")))
     assert log.params["learning_rate"] == "3e-07" and len(log.series["reward"]) == 200
+
+
+def test_9_a_wandb_run_folder_without_its_run_file_is_read_through_its_console_capture(hypotheses):
+    """agent on-policy distillation (verl, Qwen3-4B): its W&B run folder was committed without run-<id>.wandb, so its
+    files/output.log, the console W&B kept, is the log: verl's step lines, whose numbers numpy 2 prints as
+    np.float64(...), and its validation under val-aux/, the held-out score that falls from 0.55 at step 0 to -1 as
+    the answers collapse to one token (entropy to 2e-4)."""
+    report = triage(str(corpus("agentopd__qwen3_4b_opd_i80f2v90")), hypotheses)
+    assert report.kind == "console" and any("output.log, the console output W&B kept" in said
+                                            for said in report.findings), report.findings
+    assert report.progress.heldout and report.progress.metric.startswith("val-aux/"), report.progress.sentence()
+    assert report.progress.state == "getting worse", report.progress.sentence()

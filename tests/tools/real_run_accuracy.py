@@ -75,10 +75,11 @@ class Row:
 
 
 def log_source(entry: dict) -> Path:
-    """What a user would point a tool at: the folder when it holds a trainer_state.json, else the log."""
+    """What a user would point a tool at: the folder when it holds a trainer_state.json or a run's folders (a W&B
+    run folder, a hydra output folder), else the log."""
     folder = CORPUS_DIR / entry["slug"]
     names = [f["file"] for f in entry["files"]]
-    if "trainer_state.json" in names:
+    if "trainer_state.json" in names or any("/" in name for name in names):
         return folder
     logs = [n for n in names if not n.endswith(".bin")]
     return folder / logs[0]
