@@ -219,6 +219,23 @@ def test_a_loops_own_step_counter_its_summary_row_and_its_settings(tmp_path):
     assert log.series["reward"][1] == (2, 0.2) and log.params["learning_rate"] == "3e-07"
     assert not any(key.startswith("config") for key in log.series)
 
+
+def test_a_loops_lines_without_a_step_are_read_in_order(tmp_path):
+    """The same pairs printed every step with no step on the line, a dict of sums over a count among them, and an
+    evaluation printed between them, read at the step before it; the sample lines a loop prints are no step."""
+    path = tmp_path / "train.log"
+    lines = []
+    for s in range(1, 9):
+        lines.append(f"2025-09-23 09:01:00,984 - train - INFO - rl_loss: 0.0{s}, token_entropy: {1 - s / 20}, "
+                     f"reward_data: {{'total_num': 8, 'total_reward': {s}.0}}")
+        lines.append("Sample: the answer is 4")
+        if s % 4 == 0:
+            lines.append(f"2025-09-23 09:02:07,510 - train - INFO - rollout batch {s} done, eval_acc: {s / 10}")
+    path.write_text("\n".join(lines) + "\n")
+    log = read_source(str(path))
+    assert log.kind == "console" and log.series["reward"][2] == (3, 3 / 8) and len(log.series["reward"]) == 8
+    assert log.series["eval_acc"] == [(4, 0.4), (8, 0.8)]
+
 def test_json_records_one_per_line(tmp_path):
     path = tmp_path / "wandb-history.jsonl"
     path.write_text("".join(json.dumps({"_step": s - 1, "train/global_step": s, "train/reward": s / 10,

@@ -23,7 +23,9 @@
   when every reward in it is the same (frac_reward_zero_std 1, else 0);
 - a hand-written loop prints a step as a block of lines, `Step 12: sampled 8 prompts` or `=== ROLLOUT DETAILS
   (Step 12) ===`, then one quantity a line (`  Loss: 0.04`, `Rewards: min=0.2, mean=0.5, std=0.4`), read where none
-  of the above is found (_step_blocks).
+  of the above is found (_step_blocks);
+- a hand-written loop prints the same pairs every step with no step on the line (`rl_loss: 0.01, l2_norm: 0.14,
+  token_entropy: 0.82`): those lines, in order, are its steps, read where none of the above is found.
 """
 
 from __future__ import annotations
@@ -65,6 +67,12 @@ LOOP_PAIR = re.compile(rf"(?<![\w/.])([A-Za-z_][\w/.]*)\s*=\s*{LOOP_VALUE}")
 # space after the last value): "Adv Std: 0.93", "Step 5: loss: 0.1 reward: 0.5".
 LOOP_COLON_PAIR = re.compile(rf"(?:^|[,|;:]|\s[-–]\s|\s{{2}}|(?<=[\d\]])\s)\s*"
                              rf"([A-Za-z_][\w/.]*(?: [A-Za-z_][\w/.]*){{0,3}})\s*:\s*{LOOP_VALUE}")
+# Lines of a loop's pairs without a step are read as its steps where the same names recur at least this often.
+STEPLESS_MIN = 6
+# `name: {'k': v, ...}`, a dict a loop prints as one of its values; where it holds a count, its "total_" sums are means.
+LOOP_DICT_PAIR = re.compile(r"([A-Za-z_]\w*)\s*:\s*(\{'[^{}\n]*\})")
+COUNT_KEYS = ("total_num", "num", "count", "n")
+SUM_PREFIX = "total_"
 # A printed list of at most this many rewards is one group's (num_generations is 2-16 in the runs users keep).
 GROUP_LIST_MAX = 16
 # A loop that prints a step as a block of lines: a line that opens the step ("Step 12: sampled 8 prompts",
@@ -86,7 +94,7 @@ NOT_A_STEP = (*EVAL_PREFIXES, "train_runtime")
 # What this module reads, for the messages that say a file holds none of it.
 CONSOLE_FORMATS = ("the {'loss': ..., 'reward': ...} dicts transformers' Trainer prints, verl's 'step:N - key:value' "
                    "lines, a table headed 'Step | Reward | ...', a loop's 'step 12 | loss=... | reward=...' or "
-                   "'step 12, Reward: ..., KL: ...' lines")
+                   "'step 12, Reward: ..., KL: ...' lines, or its 'loss: ..., reward: ...' lines repeated every step")
 STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy")
 
 
@@ -96,7 +104,7 @@ def looks_like_console(text: str) -> bool:
                 or any(_loop_line(line) for line in lines)
                 or any(_table_header(_table_cells(line)) is not None for line in lines
                        if any(bar in line for bar in TABLE_BARS))
-                or bool(_step_blocks(lines)))
+                or bool(_step_blocks(lines)) or bool(_stepless_rows(lines)))
 
 
 def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
@@ -121,6 +129,10 @@ def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
         _read_step_blocks(text, log)
         if log.series or log.nonfinite:
             _hand_written_log(log, "step blocks")
+    if not log.series and not log.nonfinite:
+        _read_stepless_lines(text, log)
+        if log.series or log.nonfinite:
+            _hand_written_log(log, "lines without a step")
     if not log.series and not log.nonfinite:
         raise HypotrackError(f"{path}: a text file with no logged training step in it (none of {CONSOLE_FORMATS}); "
                              "pass the run's trainer_state.json, its TensorBoard folder or a tracker's CSV export "
@@ -203,17 +215,45 @@ def _table_header(cells: list[str]) -> int | None:
 def _loop_line(line: str) -> tuple[int, list[tuple[str, list[float]]]] | None:
     """(step, pairs) of a hand-written loop's progress line, each value as the numbers it holds (one, or a list's),
     or None."""
+    found = _loop_pairs(line)
+    if found is None:
+        return None
+    start, pairs = found
+    step = _loop_step(line, start)
+    return None if step is None else (step, pairs)
+
+
+def _loop_pairs(line: str) -> tuple[int, list[tuple[str, list[float]]]] | None:
+    """Where a loop's line starts its pairs, and the pairs, where one of them is a quantity every trainer logs."""
     found = [(match.start(), match.group(1), match.group(2)) for match in LOOP_PAIR.finditer(line)]
     found += [(match.start(1), loop_key(match.group(1)), match.group(2))
               for match in LOOP_COLON_PAIR.finditer(line)]
     if not found:
         return None
-    step = _loop_step(line, min(start for start, _, _ in found))
     pairs = [(key, _loop_value(value)) for _, key, value in sorted(found)]
-    if step is None or not any(key in STEP_KEYS_ANY or key.startswith("rewards/") or hand_written(key)
-                               for key, _ in pairs):
+    for match in LOOP_DICT_PAIR.finditer(line):
+        pairs += _totals(loop_key(match.group(1)), _parse_dict(match.group(2)) or {})
+    if not any(_read_quantity(key) for key, _ in pairs):
         return None
-    return step, pairs
+    return min(start for start, _, _ in found), pairs
+
+
+def _read_quantity(key: str) -> bool:
+    """A quantity triage reads, or its evaluation's (eval_acc)."""
+    body = next((key[len(prefix):] for prefix in EVAL_PREFIXES if key.lower().startswith(prefix)), key)
+    return bool(body in STEP_KEYS_ANY or body.startswith("rewards/") or hand_written(body) or canonical_name(body))
+
+
+def _totals(name: str, printed: dict) -> list[tuple[str, list[float]]]:
+    """A dict a loop prints as one of its values: each number as name/key, except sums over a count, which are
+    means (`reward_data: {'total_num': 256, 'total_reward': 144.0}` is a reward of 144 / 256)."""
+    numbers = {key: value for key, value in printed.items() if isinstance(value, (int, float))
+               and not isinstance(value, bool)}
+    count = next((numbers[key] for key in COUNT_KEYS if numbers.get(key)), None)
+    if count is None:
+        return [(f"{name}/{key}", [float(value)]) for key, value in numbers.items()]
+    return [(key[len(SUM_PREFIX):], [value / count]) for key, value in numbers.items()
+            if key.startswith(SUM_PREFIX) and key not in COUNT_KEYS]
 
 
 def _loop_step(line: str, pairs_start: int) -> int | None:
@@ -282,6 +322,39 @@ def _step_blocks(lines: list[str]) -> list[tuple[int, dict[str, float]]]:
     if not any(key in STEP_KEYS_ANY or hand_written(key) for _, quantities in read for key in quantities):
         return []
     return [(step, quantities) for step, quantities in read if quantities]
+
+
+def _read_stepless_lines(text: str, log: RunLog) -> None:
+    """A loop's lines of the same pairs printed at every step without its step (`rl_loss: 0.01, l2_norm: 0.14,
+    token_entropy: 0.82`): the names printed together most often, at least STEPLESS_MIN times, read in order as steps
+    1, 2, ... (the first may not be the run's step 1: STEPS_ASSUMED)."""
+    rows = _stepless_rows(re.split(r"[\r\n]+", text))
+    steps = 0
+    for pairs, training in rows:
+        steps += training
+        for key, values in pairs:
+            log.add(key, max(steps, 1), statistics.fmean(values))
+    if rows:
+        log.params[STEPS_ASSUMED] = "1"
+        log.said.append(f"the loop prints {', '.join(key for key, _ in rows[0][0])} without a step: its {steps} such "
+                        "lines are read in order as steps 1, 2, ..., and an evaluation it prints between them at the "
+                        "step before it")
+
+
+def _stepless_rows(lines: list[str]) -> list[tuple[list[tuple[str, list[float]]], bool]]:
+    """The lines that print the names printed together most often, where that is STEPLESS_MIN or more (True: a
+    training step), with the evaluations printed among them (False: every name an evaluation's, eval_acc)."""
+    found = [pairs for _, pairs in filter(None, map(_loop_pairs, lines))]
+    counts = Counter(tuple(key for key, _ in pairs) for pairs in found)
+    if not counts or counts.most_common(1)[0][1] < STEPLESS_MIN:
+        return []
+    names = counts.most_common(1)[0][0]
+    rows = []
+    for pairs in found:
+        keys = tuple(key for key, _ in pairs)
+        if keys == names or all(key.lower().startswith(EVAL_PREFIXES) for key in keys):
+            rows.append((pairs, keys == names))
+    return rows
 
 
 def _read_step_blocks(text: str, log: RunLog) -> None:
