@@ -518,3 +518,16 @@ def test_9_a_wandb_run_folder_without_its_run_file_is_read_through_its_console_c
                                             for said in report.findings), report.findings
     assert report.progress.heldout and report.progress.metric.startswith("val-aux/"), report.progress.sentence()
     assert report.progress.state == "getting worse", report.progress.sentence()
+
+
+def test_9_a_loops_lines_without_a_step_are_its_steps_in_order(hypotheses):
+    """Tianshi-Xu's CS336 GRPO loop logs `rl_loss: ..., time: ..., l2_norm: ..., token_entropy: ..., reward_data:
+    {'total_num': 256, 'total_reward': 144.0, ...}` once a step with no step on the line, and `rollout batch N done,
+    eval_acc: x` every 10 steps: 200 steps, the reward a mean of its sum over its count (144 / 256 at the first), and
+    the held-out accuracy rising 0.48 -> 0.70."""
+    log = read_source(str(corpus("cs336tianshixu__rl_grpo_base")))
+    assert len(log.series["reward"]) == 200 and log.series["reward"][0] == (1, 144 / 256)
+    assert len(log.series["eval_acc"]) == 20 and log.series["eval_acc"][1][0] == 11
+    report = triage(str(corpus("cs336tianshixu__rl_grpo_base")), hypotheses)
+    assert report.progress.state == "learning" and report.progress.heldout, report.progress.sentence()
+    assert not report.suspects(), report.ranking_record()
