@@ -497,6 +497,7 @@ def test_a_console_log_that_starts_like_json_is_still_a_console_log(tmp_path):
     ("notes.txt", b"the run looked fine to me\n", "a text file with none of the metrics"),
     ("run-0a1b2c3d.wandb", b":W&B\xe1\xbe\x00" + b"\x00" * 64, "a W&B run file with no logged metrics"),
     ("run-cut.wandb", b"\x00\x01binary", "not a W&B run file"),
+    ("metrics.csv", b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 84950\n", "a Git LFS pointer"),
 ])
 def test_a_file_triage_cannot_read_gets_one_sentence(tmp_path, run_cli, name, content, says):
     path = tmp_path / name

@@ -47,6 +47,8 @@ NOT_METRICS = {
     ".yaml": "a configuration file", ".yml": "a configuration file", ".toml": "a configuration file",
     ".py": "a Python script", ".ipynb": "a notebook", ".parquet": "a Parquet table", ".md": "a Markdown text",
 }
+# What a clone without Git LFS holds in place of a file the repository keeps in LFS.
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 # What a folder's one log may be (a loop's metrics file, a dumped log_history, a console capture).
 LOG_SUFFIXES = (".csv", ".json", ".jsonl", ".log", ".txt", ".out")
 # Text files that are not logs by their kind, yet where users paste a run's console output (notes of the run with its
@@ -135,8 +137,8 @@ def _read_folder(folder: Path) -> list[RunLog]:
         return logs
     hint = f" (it holds {', '.join(readable[:5])}: pass one of them)" if readable else ""
     raise HypotrackError(f"{folder}: no {STATE_FILE} in the folder or in a checkpoint-N/ folder under it, and no "
-                         f"TensorBoard event files or W&B run files under it{hint}. TRL writes a {STATE_FILE} with every checkpoint "
-                         "(trainer.save_state() writes one at the end); otherwise " + WHAT_TO_PASS)
+                         f"TensorBoard event files or W&B run files under it{hint}. TRL writes a {STATE_FILE} with "
+                         "every checkpoint (trainer.save_state() writes one at the end); otherwise " + WHAT_TO_PASS)
 
 
 def state_file(folder: Path) -> Path | None:
@@ -152,6 +154,10 @@ def state_file(folder: Path) -> Path | None:
 
 def _read_file(path: Path) -> list[RunLog]:
     suffix = path.suffix.lower()
+    head = _head(path)
+    if head.startswith(LFS_POINTER):
+        raise HypotrackError(f"{path}: a Git LFS pointer, not the file itself (the repository keeps its content in Git "
+                             "LFS): fetch it with `git lfs pull` and triage the file it brings")
     if is_event_file(path):
         return read_tensorboard(path)
     if path.name == ARGS_FILE:
@@ -160,7 +166,6 @@ def _read_file(path: Path) -> list[RunLog]:
                              "the checkpoint folder that holds it")
     if suffix in (".csv", ".tsv"):
         return read_csv(path)
-    head = _head(path)
     if is_wandb_file(path, head):
         return read_wandb(path)
     pasted_log = suffix in PASTED_LOGS and looks_like_console(path.read_bytes().decode("utf-8", errors="replace"))
