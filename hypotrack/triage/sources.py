@@ -157,7 +157,7 @@ def _read_file(path: Path) -> list[RunLog]:
     head = _head(path)
     if head.startswith(LFS_POINTER):
         raise HypotrackError(f"{path}: a Git LFS pointer, not the file itself (the repository keeps its content in Git "
-                             "LFS): fetch it with `git lfs pull` and triage the file it brings")
+                             "LFS): fetch it with `git lfs pull` and pass the file it brings")
     if is_event_file(path):
         return read_tensorboard(path)
     if path.name == ARGS_FILE:
