@@ -86,8 +86,8 @@ HAND_WRITTEN_QUANTITIES = {
     "grp_std": "reward_std", "group_std": "reward_std",  # the reward's spread within a group (TRL's reward_std)
     "rewards_std": "reward_std", "gradient_norm": "grad_norm",
 }
-HAND_WRITTEN_WRAPPERS = (("train_", ""), ("grpo_", ""), ("rl_", ""), ("actor_", ""), ("policy_", ""), ("avg_", ""),
-                         ("mean_", ""), ("", "_avg"), ("", "_mean"))
+HAND_WRITTEN_WRAPPERS = (("train_", ""), ("rollout_", ""), ("grpo_", ""), ("rl_", ""), ("actor_", ""), ("policy_", ""),
+                         ("avg_", ""), ("mean_", ""), ("", "_avg"), ("", "_mean"))
 PLURALS = {"rewards": "reward", "accuracies": "accuracy"}
 # Keys whose quantity TRL logs in another form: the key -> (TRL's name, the conversion). Tinker logs the share of
 # groups whose completions scored differently (frac_mixed); TRL the share whose rewards all tied.
