@@ -531,3 +531,13 @@ def test_9_a_loops_lines_without_a_step_are_its_steps_in_order(hypotheses):
     report = triage(str(corpus("cs336tianshixu__rl_grpo_base")), hypotheses)
     assert report.progress.state == "learning" and report.progress.heldout, report.progress.sentence()
     assert not report.suspects(), report.ranking_record()
+
+
+def test_13_a_reward_that_collapses_while_the_policy_samples_as_it_did_is_the_scorers(hypotheses):
+    """open-rl's run19 on Tinker: the LLM judge died at step 15 and paid 0 from then on (the authors' README), so the
+    training reward fell 0.54 -> 0.03 while the policy's entropy held (0.44 -> 0.41) and its samples barely moved (kl
+    sample/train 3e-4 throughout). An update too large wrecks how the policy samples; this one did not, so the reward
+    changed, not the policy: h13 ranks first, h16 is no suspect."""
+    report = triage(str(corpus("openrl__run19").parent), hypotheses)
+    suspects = [e.id for e in report.suspects()]
+    assert suspects[:1] == ["h13"] and "h16" not in suspects, report.ranking_record()
