@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import re
 import sqlite3
 import time
@@ -379,6 +380,10 @@ def close_orphaned_runs(registry: Registry, tracker: Tracker | None = None) -> i
     return closed
 
 
+# MLflow 3's opt-in to its file store (in maintenance mode), which it checks as the store is opened.
+FILE_STORE_SWITCH = "MLFLOW_ALLOW_FILE_STORE"
+
+
 class RunNotFound(LookupError):
     """No run with that id on that tracking URI (the message says which)."""
 
@@ -386,7 +391,9 @@ class RunNotFound(LookupError):
 def read_run(run_id: str, tracking_uri: str | None = None) -> tuple[dict[str, list[tuple[int, float]]], dict[str, str], str]:
     """A run someone else logged, read back: every metric's full history, its params, and the store's URI.
 
-    `hypotrack triage` reads runs TRL's own MLflow callback wrote; nothing is written to the store.
+    `hypotrack triage` reads runs TRL's own MLflow callback wrote; nothing is written to the store. A `file:` URI is
+    a file store (an `mlruns/` folder, as a repository keeps it): MLflow 3 reads one only when told it may
+    (MLFLOW_ALLOW_FILE_STORE), which a read that writes nothing is told.
     """
     from mlflow.exceptions import MlflowException
 
@@ -395,10 +402,28 @@ def read_run(run_id: str, tracking_uri: str | None = None) -> tuple[dict[str, li
     if database is not None and not database.exists():  # MLflow would create an empty store there
         raise RunNotFound(f"no MLflow store at tracking URI {uri} ({database} does not exist)")
     try:
-        client = MlflowClient(uri)
+        with _file_store_allowed(uri):
+            client = MlflowClient(uri)
         run = client.get_run(run_id)
     except MlflowException as exc:
         raise RunNotFound(f"no MLflow run {run_id!r} on tracking URI {uri} ({first_line(exc)})") from None
     series = {key: [(int(m.step), float(m.value)) for m in client.get_metric_history(run_id, key)]
               for key in run.data.metrics}
     return series, dict(run.data.params), uri
+
+
+@contextmanager
+def _file_store_allowed(uri: str) -> Iterator[None]:
+    if not uri.startswith("file:"):
+        yield
+        return
+    before = os.environ.get(FILE_STORE_SWITCH)
+    os.environ[FILE_STORE_SWITCH] = "true"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(FILE_STORE_SWITCH, None)
+        else:
+            os.environ[FILE_STORE_SWITCH] = before
+

@@ -236,6 +236,28 @@ def test_a_loops_lines_without_a_step_are_read_in_order(tmp_path):
     assert log.kind == "console" and log.series["reward"][2] == (3, 3 / 8) and len(log.series["reward"]) == 8
     assert log.series["eval_acc"] == [(4, 0.4), (8, 0.8)]
 
+
+def test_an_mlflow_file_store_a_repository_keeps_is_read_through_mlflow(tmp_path, monkeypatch):
+    """A run logged to ./mlruns (MLflow's file store, as TRL's MLflow callback left it before MLflow 3 made a database
+    the default) and committed with the repository: the mlruns/ folder, or one run's folder in it, is read through
+    MLflow, and the reading leaves MLflow's opt-in to its file store as it found it."""
+    import mlflow
+
+    store = tmp_path / "mlruns"
+    with monkeypatch.context() as patched:
+        patched.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+        mlflow.set_tracking_uri(store.as_uri())
+        with mlflow.start_run() as run:
+            for s in range(1, 9):
+                mlflow.log_metrics({"reward": s / 10, "kl": 0.001 * s}, step=s)
+            mlflow.log_params({"learning_rate": "1e-06", "beta": "0.04"})
+        mlflow.set_tracking_uri(None)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    for source in (store, next(store.rglob(run.info.run_id))):
+        log = read_source(str(source))
+        assert log.kind == "mlflow" and log.series["reward"][2] == (3, 0.3) and log.params["beta"] == "0.04"
+    assert "MLFLOW_ALLOW_FILE_STORE" not in os.environ
+
 def test_json_records_one_per_line(tmp_path):
     path = tmp_path / "wandb-history.jsonl"
     path.write_text("".join(json.dumps({"_step": s - 1, "train/global_step": s, "train/reward": s / 10,

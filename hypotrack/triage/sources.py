@@ -4,8 +4,9 @@
   default); read through hypotrack.tracking, so MLflow is imported only for this kind of source;
 - a training output folder (TRL / transformers' `output_dir`): its `trainer_state.json`, else the one in
   its newest `checkpoint-N/`, else the TensorBoard event files under it, else the W&B run files under it (a
-  `wandb/` folder), else the console output W&B kept of each run (`files/output.log`) (read_state.py,
-  read_tensorboard.py, read_wandb.py);
+  `wandb/` folder), else the console output W&B kept of each run (`files/output.log`), else the runs of an
+  MLflow file store under it (an `mlruns/` folder, read through MLflow) (read_state.py, read_tensorboard.py,
+  read_wandb.py);
 - a file: a trainer_state.json; TensorBoard event files; a W&B run file (`run-<id>.wandb`); a CSV export
   from a tracker (read_csv.py), W&B's with several runs kept apart; JSON records, one per line or as a list
   (read_jsonl.py); a console log of transformers' printed dicts or verl's step lines (read_console.py).
@@ -115,6 +116,12 @@ def _read_folder(folder: Path) -> list[RunLog]:
         return read_tensorboard(folder)
     if wandb_files(folder):
         return read_wandb(folder)
+    stored = mlflow_file_store_runs(folder)
+    if stored:
+        logs = [read_mlflow(run.name, run.parent.parent.resolve().as_uri()) for run in stored]
+        for log, run in zip(logs, stored):
+            log.run = run.name if len(stored) > 1 else ""
+        return logs
     captured = wandb_console_logs(folder)
     if captured:
         # A W&B run folder committed without its run file (a run killed early, or the file left out for its size):
@@ -139,6 +146,13 @@ def _read_folder(folder: Path) -> list[RunLog]:
     raise HypotrackError(f"{folder}: no {STATE_FILE} in the folder or in a checkpoint-N/ folder under it, and no "
                          f"TensorBoard event files or W&B run files under it{hint}. TRL writes a {STATE_FILE} with "
                          "every checkpoint (trainer.save_state() writes one at the end); otherwise " + WHAT_TO_PASS)
+
+
+def mlflow_file_store_runs(folder: Path) -> list[Path]:
+    """The runs of an MLflow file store under ``folder`` (`mlruns/<experiment>/<run id>/`, each with its meta.yaml
+    and metrics/), the folder itself where it is one: what a repository keeps of runs logged to ./mlruns."""
+    runs = [meta.parent for meta in folder.rglob("meta.yaml") if (meta.parent / "metrics").is_dir()]
+    return sorted(run for run in runs if RUN_ID.match(run.name))
 
 
 def state_file(folder: Path) -> Path | None:
