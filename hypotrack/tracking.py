@@ -414,7 +414,11 @@ def read_run(run_id: str, tracking_uri: str | None = None) -> tuple[dict[str, li
 
 @contextmanager
 def _file_store_allowed(uri: str) -> Iterator[None]:
-    if not uri.startswith("file:"):
+    """MLflow's file store opened for a read where the store is there: opening one creates its folder, so a store that
+    is not there is left to MLflow's own refusal, and nothing is made."""
+    from urllib.parse import unquote, urlparse
+
+    if not uri.startswith("file:") or not Path(unquote(urlparse(uri).path)).is_dir():
         yield
         return
     before = os.environ.get(FILE_STORE_SWITCH)
