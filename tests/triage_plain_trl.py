@@ -6,6 +6,7 @@ never through hypotrack's trainer or hooks. Logs go where TRL puts them: `output
 trainer_state.json`, and with report_to="mlflow" an MLflow run written by transformers' MLflow callback.
 
     python tests/triage_plain_trl.py OUT_DIR clean tiny_std_rewards [--steps 12] [--report-to mlflow]
+    (--report-to takes transformers' integrations, comma-separated: tensorboard,wandb)
 
 prints one line per run: MARKER + JSON {"fault", "output_dir", "mlflow_run_id"} (TRL prints its logs as dicts).
 """
@@ -107,7 +108,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("faults", nargs="+")
     parser.add_argument("--steps", type=int, default=12)
-    parser.add_argument("--report-to", default="none")
+    parser.add_argument("--report-to", default="none", help="transformers' report_to, comma-separated")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     for fault in args.faults:
