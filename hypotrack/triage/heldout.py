@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .keys import EVAL_PREFIXES
+from .keys import EVAL_PREFIXES, evaluation_body
 from .roles import CORRECTNESS_WORDS, SHAPING_WORDS, name_says
 from .runlog import RunLog
 
@@ -47,7 +47,7 @@ def heldout_score(log: RunLog, task: str | None) -> HeldOut | None:
         return None
 
     def preference(key: str) -> tuple[int, bool, int, str]:
-        body = _body(key)
+        body = evaluation_body(key)
         if task is not None and body in (f"rewards/{task}/mean", f"rewards/{task}"):
             order = 0
         elif name_says(body, CORRECTNESS_WORDS) and not name_says(body, REWARD_WORDS):
@@ -65,18 +65,10 @@ def heldout_score(log: RunLog, task: str | None) -> HeldOut | None:
     return HeldOut(metric, points, spread, 1.0 if share else 0.0)
 
 
-def _body(key: str) -> str:
-    """The key without its split in front (eval_rewards/f/mean -> rewards/f/mean)."""
-    for prefix in EVAL_PREFIXES:
-        if key.lower().startswith(prefix):
-            return key[len(prefix):]
-    return key
-
-
 def _is_score(key: str) -> bool:
     if not key.lower().startswith(EVAL_PREFIXES):
         return False
-    body = _body(key)
+    body = evaluation_body(key)
     if body.endswith("/std") or name_says(body, NOT_A_SCORE) or name_says(body, SHAPING_WORDS):
         return False
     return name_says(body, CORRECTNESS_WORDS) or name_says(body, REWARD_WORDS)

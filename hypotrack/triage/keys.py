@@ -115,6 +115,15 @@ def _unsplit(raw: str) -> str:
     return raw.strip().removeprefix(TRAIN_PREFIX)
 
 
+def evaluation_body(key: str) -> str:
+    """The key without its evaluation split in front (eval_rewards/f/mean is rewards/f/mean); the key itself where it
+    has none."""
+    for prefix in EVAL_PREFIXES:
+        if key.lower().startswith(prefix):
+            return key[len(prefix):]
+    return key
+
+
 def canonical_name(raw: str) -> str | None:
     """Today's TRL name of a logged key, or None when it is not a training metric triage reads."""
     name = _unsplit(raw)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from hypotrack.errors import HypotrackError
 
-from .keys import EVAL_PREFIXES, canonical_name, hand_written, loop_key
+from .keys import EVAL_PREFIXES, canonical_name, evaluation_body, hand_written, loop_key
 from .runlog import HAND_WRITTEN, STEPS_ASSUMED, RunLog
 from .values import STEP_KEYS, decode_text, non_empty, number
 
@@ -70,7 +70,7 @@ LOOP_COLON_PAIR = re.compile(rf"(?:^|[,|;:]|\s[-–]\s|\s{{2}}|(?<=[\d\]])\s)\s*
 # Lines of a loop's pairs without a step are read as its steps where the same names recur at least this often.
 STEPLESS_MIN = 6
 # `name: {'k': v, ...}`, a dict a loop prints as one of its values; where it holds a count, its "total_" sums are means.
-LOOP_DICT_PAIR = re.compile(r"([A-Za-z_]\w*)\s*:\s*(\{'[^{}\n]*\})")
+LOOP_DICT_PAIR = re.compile(rf"([A-Za-z_]\w*)\s*:\s*({PRINTED_DICT.pattern})")
 COUNT_KEYS = ("total_num", "num", "count", "n")
 SUM_PREFIX = "total_"
 # A printed list of at most this many rewards is one group's (num_generations is 2-16 in the runs users keep).
@@ -240,7 +240,7 @@ def _loop_pairs(line: str) -> tuple[int, list[tuple[str, list[float]]]] | None:
 
 def _read_quantity(key: str) -> bool:
     """A quantity triage reads, or its evaluation's (eval_acc)."""
-    body = next((key[len(prefix):] for prefix in EVAL_PREFIXES if key.lower().startswith(prefix)), key)
+    body = evaluation_body(key)
     return bool(body in STEP_KEYS_ANY or body.startswith("rewards/") or hand_written(body) or canonical_name(body))
 
 
