@@ -218,6 +218,9 @@ def test_a_loops_own_step_counter_its_summary_row_and_its_settings(tmp_path):
     log = read_source(str(path))
     assert log.series["reward"][1] == (2, 0.2) and log.params["learning_rate"] == "3e-07"
     assert not any(key.startswith("config") for key in log.series)
+    path.write_text("".join(json.dumps({"config": {"beta": 0.0}, "reward": s / 10, "step": s}) + "\n" for s in range(1, 7)))
+    log = read_source(str(path))  # settings beside metrics that no envelope holds: still the run's params
+    assert log.params["beta"] == "0.0" and not any(key.startswith("config") for key in log.series)
 
 
 def test_a_loops_lines_without_a_step_are_read_in_order(tmp_path):

@@ -67,13 +67,13 @@ SETTINGS = ("config", "args", "hparams", "hyperparameters")
 
 
 def _open_envelope(record: dict) -> dict:
-    """The record with its envelope's metrics at its top level and its settings left out, where it has one
-    envelope and nothing else nested but settings."""
-    nested = [key for key, value in record.items() if isinstance(value, dict) and key not in SETTINGS]
+    """The record without its settings (read as params by _settings), and with its envelope's metrics at its top
+    level where it has one envelope and nothing else nested."""
+    kept = {key: value for key, value in record.items() if not (key in SETTINGS and isinstance(value, dict))}
+    nested = [key for key, value in kept.items() if isinstance(value, dict)]
     if len(nested) != 1 or nested[0] not in ENVELOPES:
-        return record
-    kept = {key: value for key, value in record.items() if key != nested[0] and key not in SETTINGS}
-    return {**kept, **record[nested[0]]}
+        return kept
+    return {**{key: value for key, value in kept.items() if key != nested[0]}, **kept[nested[0]]}
 
 
 def _settings(records: list) -> dict[str, str]:
