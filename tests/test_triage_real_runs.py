@@ -541,3 +541,20 @@ def test_13_a_reward_that_collapses_while_the_policy_samples_as_it_did_is_the_sc
     report = triage(str(corpus("openrl__run19").parent), hypotheses)
     suspects = [e.id for e in report.suspects()]
     assert suspects[:1] == ["h13"] and "h16" not in suspects, report.ranking_record()
+
+
+def test_11_a_tied_share_read_on_its_first_rows_not_one_row_of_four_groups(hypotheses):
+    """minimind-lab's r02c logs every 10th step over 4 groups: its first row ties 1 group in 4 (0.25), the next ones
+    1.0 and 0.75, and 93 % on average (the authors: the degenerate groups left the advantage no signal). One row of
+    four groups is no start: the ties are there from the first rows, so h11 is the suspect."""
+    report = triage(str(corpus("minimindlab__r02c_math_grpo")), hypotheses)
+    assert [e.id for e in report.suspects()][:1] == ["h11"], report.ranking_record()
+
+
+def test_11_groups_that_tie_as_the_task_reward_collapses_are_the_collapses(hypotheses):
+    """dphuang2's Tinker run at a learning rate of 5e-4: the correct share falls 0.36 -> 0 within a few steps and the
+    groups tie from then on (92 % on average), all failing. The ties follow the collapse (h16, first), not prompts
+    out of reach: h11 is no suspect."""
+    report = triage(str(corpus("dphuang2__iter05_rl_matched")), hypotheses)
+    suspects = [e.id for e in report.suspects()]
+    assert suspects[:1] == ["h16"] and "h11" not in suspects, report.ranking_record()
