@@ -103,3 +103,15 @@ def test_the_evaluation_dicts_a_trainer_prints_give_the_held_out_score(tmp_path:
     assert "train_loss" not in log.series and len(log.series["reward"]) == 12
     progress = run_progress(log, heldout=heldout_score(log, None))
     assert (progress.heldout, progress.metric, progress.steps) == (True, "eval_reward", 6)
+
+
+def test_an_advantage_std_reads_most_groups_untied_only_where_the_advantages_are_group_normalised() -> None:
+    """A batch std of group-normalised advantages of 0.9 leaves at most 19% of groups tied; a std above 1 is of
+    advantages not scaled by their group's std, and one of 0.5 allows three groups in four tied: neither says so."""
+    def still(spread: float) -> str:
+        log = logged({"reward": series(LEVEL), "advantages/std": series([spread] * 12),
+                      "kl": series([0.002] * 12)})
+        return run_progress(log).verdict
+
+    assert still(0.9) == "updates too small to move the policy"
+    assert still(1.6) == "" and still(0.5) == ""

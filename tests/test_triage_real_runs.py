@@ -558,3 +558,15 @@ def test_11_groups_that_tie_as_the_task_reward_collapses_are_the_collapses(hypot
     report = triage(str(corpus("dphuang2__iter05_rl_matched")), hypotheses)
     suspects = [e.id for e in report.suspects()]
     assert suspects[:1] == ["h16"] and "h11" not in suspects, report.ranking_record()
+
+
+def test_10_a_loops_advantage_std_says_most_groups_carry_an_advantage(hypotheses):
+    """MiniMind's train_grpo_r1.py prints `Adv Std: 0.92` and no tied share or reward std: group-normalised
+    advantages are 0 only in tied groups, so a batch std of 0.92 leaves at most 15 % of groups tied. The run (a 30M
+    model at a learning rate of 1e-6, KL_ref ~0.002) is flat on its correctness: updates too small to move the
+    policy, h26 (its README: "bounded by 30M capacity")."""
+    log = derived(str(corpus("minimindtrainingpipeline__grpo_r1_500step")))
+    assert statistics.median(v for _, v in log.series["advantages/std"]) == pytest.approx(0.925, abs=0.005)
+    report = triage(str(corpus("minimindtrainingpipeline__grpo_r1_500step")), hypotheses)
+    assert report.progress.state == "flat" and "advantages' std" in report.progress.verdict_why
+    assert [e.id for e in report.suspects()][:1] == ["h26"], report.ranking_record()

@@ -101,7 +101,8 @@ DERIVED_METRICS: dict[str, str] = {
                                     "p^G + (1-p)^G, what groups of completions drawn at random from the batch would "
                                     "tie (G from the run's params num_generations)",
     "policy/still": "run: 1 on a flat run (its progress) where most groups carry an advantage "
-                    "(frac_reward_zero_std at most 0.5 on average, or a reward that varies within steps) yet the "
+                    "(frac_reward_zero_std at most 0.5 on average, or a reward that varies within steps, or a loop's "
+                    "group-normalised advantages whose std over a batch is 0.71 to 1) yet the "
                     "policy stays where it started (kl to the reference at most 0.01 over the last ten logged steps, "
                     "and an entropy within 10% of its start where logged): the progress's 'updates too small to move "
                     "the policy'; 0.5 on such a run with no kl logged whose gradient flows (a grad norm above 0) "

@@ -73,6 +73,9 @@ OTHER_TRAINERS = {
     "degenerate_group_rate": "frac_reward_zero_std",  # a degenerate group: every completion scored alike
     "group_reward_std": "reward_std",
 }
+# A loop's spread of the advantages over its batch: TRL logs none, yet where a loop prints it, it says how many groups
+# carry an advantage (progress.py reads it).
+ADVANTAGE_STD = "advantages/std"
 # Hand-written loops also wrap a quantity's name in the statistic they logged of it and in their split (rewards_avg,
 # train_accuracies_avg, mean_kl): the quantity underneath, singular, is what triage reads. An accuracy or a
 # correctness is a reward function of the run's own, the task's by its name (roles.py).
@@ -85,6 +88,7 @@ HAND_WRITTEN_QUANTITIES = {
     "completion_length": "completions/mean_length",
     "grp_std": "reward_std", "group_std": "reward_std",  # the reward's spread within a group (TRL's reward_std)
     "rewards_std": "reward_std", "gradient_norm": "grad_norm",
+    "adv_std": ADVANTAGE_STD, "advantage_std": ADVANTAGE_STD, "advantages_std": ADVANTAGE_STD,
 }
 HAND_WRITTEN_WRAPPERS = (("train_", ""), ("rollout_", ""), ("grpo_", ""), ("rl_", ""), ("actor_", ""), ("policy_", ""),
                          ("avg_", ""), ("mean_", ""), ("", "_avg"), ("", "_mean"))
@@ -106,7 +110,7 @@ EVAL_PREFIXES = ("eval/", "eval_", "test/", "test_", "val/", "val_", "validation
 SUMMARY_KEYS = frozenset({"train_loss", "train_runtime", "train_samples_per_second", "train_steps_per_second",
                           "total_flos", "epoch", "step", "global_step", "training/global_step", "training/epoch",
                           "trainer/global_step", "_step", "_runtime", "_timestamp"})
-KNOWN = frozenset(TRL_METRICS)
+KNOWN = frozenset([*TRL_METRICS, ADVANTAGE_STD])
 DIAGNOSTICS_PREFIX = "diag/"
 
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .heldout import HeldOut
+from .keys import ADVANTAGE_STD
 from .runlog import RunLog
 
 CLEAR_T = 2.0  # the change over its (autocorrelation-widened) standard error
@@ -59,6 +60,11 @@ STILL_UNSEEN = "updates likely too small to move the policy"  # the same reading
 CEILING = "already near its ceiling"
 CEILING_SHARE = 0.85
 STILL_TIED_MAX = 0.5
+# Where no tied share or reward std is logged, a loop's printed advantage std: group-normalised advantages are 0 in a
+# tied group and spread with a std of about 1 (sqrt((G-1)/G) to 1) in the others, so a batch std of X leaves at most
+# 1 - X^2 of the groups tied; STILL_ADV_STD_MIN makes that at most STILL_TIED_MAX. Above 1 the advantages are not
+# normalised by their group's std, and the std says nothing of the share.
+STILL_ADV_STD_MIN = math.sqrt(1 - STILL_TIED_MAX)
 STILL_KL_MAX = 0.01
 STILL_ENTROPY_CHANGE = 0.1
 STILL_WINDOW = 10
@@ -186,6 +192,9 @@ def _policy_still(log: RunLog) -> tuple[str, bool]:
         signal = f"{statistics.fmean(tied):.0%} of groups tied on average, so most carry an advantage"
     elif stds and statistics.median(stds) > 0:
         signal = f"the reward varies within a step (median std {statistics.median(stds):.3g})"
+    elif STILL_ADV_STD_MIN <= (spread := _median(log, ADVANTAGE_STD)) <= 1.0:
+        signal = (f"the advantages' std over a batch is {spread:.3g} (median): group-normalised advantages are 0 only in "
+                  f"tied groups, so at most {1 - spread ** 2:.0%} of groups tied and most carry an advantage")
     else:
         return "", False
     moved: list[str] = []
@@ -216,6 +225,12 @@ def _policy_still(log: RunLog) -> tuple[str, bool]:
     return (f"{signal} and {flows}{''.join('; ' + said for said in moved)}), yet the reward does not move: no kl is logged "
             "to show how far the policy moved, and an update too small for the model (a learning rate, LoRA rank or "
             "step budget too small) is what explains such a run; log a small KL term (beta > 0) to confirm it"), False
+
+
+def _median(log: RunLog, metric: str) -> float:
+    """The metric's median over its finite logged values, nan where it has none."""
+    values = [v for _, v in log.series.get(metric, []) if math.isfinite(v)]
+    return statistics.median(values) if values else math.nan
 
 
 def _near_ceiling(progress: Progress, pass_value: float) -> str:
