@@ -570,3 +570,10 @@ def test_10_a_loops_advantage_std_says_most_groups_carry_an_advantage(hypotheses
     report = triage(str(corpus("minimindtrainingpipeline__grpo_r1_500step")), hypotheses)
     assert report.progress.state == "flat" and "advantages' std" in report.progress.verdict_why
     assert [e.id for e in report.suspects()][:1] == ["h26"], report.ranking_record()
+
+
+def test_11_a_loops_zero_std_group_ratio_is_its_tied_share(hypotheses):
+    """grpo-dapo-lab's metrics CSV counts its groups (n_groups, zero_std_groups) and logs their ratio,
+    zero_std_group_ratio: TRL's frac_reward_zero_std (7 of 16 groups at the first step)."""
+    log = derived(str(corpus("grpodapolab__a_grpo")))
+    assert log.series["frac_reward_zero_std"][0] == (1, pytest.approx(7 / 16))

@@ -71,6 +71,7 @@ OTHER_TRAINERS = {
     "zero_advantage_group_fraction": "frac_reward_zero_std",  # a group whose rewards tie has every advantage 0
     "flat_reward_group_ratio": "frac_reward_zero_std",
     "degenerate_group_rate": "frac_reward_zero_std",  # a degenerate group: every completion scored alike
+    "zero_std_group_ratio": "frac_reward_zero_std",
     "group_reward_std": "reward_std",
 }
 # A loop's spread of the advantages over its batch: TRL logs none, yet where a loop prints it, it says how many groups
