@@ -577,3 +577,12 @@ def test_11_a_loops_zero_std_group_ratio_is_its_tied_share(hypotheses):
     zero_std_group_ratio: TRL's frac_reward_zero_std (7 of 16 groups at the first step)."""
     log = derived(str(corpus("grpodapolab__a_grpo")))
     assert log.series["frac_reward_zero_std"][0] == (1, pytest.approx(7 / 16))
+
+
+def test_11_a_loops_advantage_std_of_0_marks_a_step_where_every_group_tied(hypotheses):
+    """RookWorld's loop prints `Advantages: ... std=0.000` at 20 of its 26 steps, while its rewards_std, the whole
+    batch's, stays about 0.3 (its A: and P: tasks score 1.0 and 0.212): a group-relative advantage is 0 everywhere
+    only where every group tied, so 20 of 26 steps tied whole."""
+    log = derived(str(corpus("rookworldrlvr__mini_continuous_fixed")))
+    assert statistics.fmean(v for _, v in log.series["reward_std"]) > 0.2
+    assert last(log, "ties/whole_steps") == pytest.approx(20 / 26)

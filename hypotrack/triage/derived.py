@@ -12,6 +12,7 @@ import statistics
 
 from hypotrack.reading import aggregate_steps
 
+from .keys import ADVANTAGE_STD
 from .progress import LEARNING, STILL, STILL_UNSEEN, WORSE, Progress, trend
 from .roles import Roles
 from .runlog import HAND_WRITTEN, STEPS_ASSUMED, Points, RunLog
@@ -236,12 +237,17 @@ def _undercounted_ties(log: RunLog) -> None:
 def _whole_steps_tied(log: RunLog) -> None:
     # Without TRL's count of tied groups, a logged reward_std of 0 still says every group of that step tied (no
     # completion scored apart from the rest of its group, whichever std the script logged): the share of such steps
-    # is a lower bound on the share of groups tied at a typical step.
+    # is a lower bound on the share of groups tied at a typical step. So does a loop's advantage std of 0 (a
+    # group-relative advantage is 0 for every completion only where every group tied), whatever its reward std says:
+    # a loop's reward std may be the whole batch's, which prompts of different difficulty spread.
     if log.series.get("frac_reward_zero_std"):
         return
-    spread = [value for _, value in log.series.get("reward_std", [])]
-    if len(spread) >= MIN_TIED_ROWS:
-        _put(log, "ties/whole_steps", [(_run_value(log), sum(v <= FLAT_STD for v in spread) / len(spread))])
+    tied: dict[int, bool] = {}
+    for name in ("reward_std", ADVANTAGE_STD):
+        for step, value in log.series.get(name, []):
+            tied[step] = tied.get(step, False) or value <= FLAT_STD
+    if len(tied) >= MIN_TIED_ROWS:
+        _put(log, "ties/whole_steps", [(_run_value(log), sum(tied.values()) / len(tied))])
 
 
 def _learning_rate_spent(log: RunLog) -> None:
