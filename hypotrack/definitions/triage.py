@@ -93,8 +93,8 @@ DERIVED_METRICS: dict[str, str] = {
     "ties/undercounted": "run: 1 when TRL's frac_reward_zero_std missed exact ties (a step whose completions all "
                          "scored the same, reward_std 0, logged fewer than all groups tied), else 0",
     "ties/whole_steps": "run: where frac_reward_zero_std is not logged, the share of logged steps whose reward_std "
-                        "or (a loop's) advantage std is 0 (every group of the step tied): a lower bound on the share of groups tied at a typical "
-                        "step",
+                        "or (a loop's) advantage std is 0 (every group of the step tied): a lower bound on the share "
+                        "of groups tied at a typical step",
     "learning_rate/spent_early": "1 at a step whose logged learning rate is below 5% of its peak so far while a "
                                  "quarter or more of the run's logged steps remain, else 0",
     "ties/excess_over_independent": "a lone 0/1 task reward's share of tied groups (frac_reward_zero_std) minus "
