@@ -215,11 +215,11 @@ def _policy_still(log: RunLog) -> tuple[str, bool]:
         return (f"{signal}, yet the policy barely moves ({'; '.join([f'kl {last:.2g} over the last steps', *moved])}): "
                 "each update is too small to change what it samples (a learning rate or gradient clipping too small "
                 "for the model, or too few steps)"), True
-    grads = [v for _, v in log.series.get("grad_norm", []) if math.isfinite(v)]
+    grad = _median(log, "grad_norm")
     rates = [v for _, v in log.series.get("learning_rate", [])]
-    if not grads or statistics.median(grads) <= 0 or (rates and max(rates) >= STILL_LR_MAX):
+    if not grad > 0 or (rates and max(rates) >= STILL_LR_MAX):  # nan: no finite grad norm logged
         return "", False
-    flows = f"the gradient flows (median grad norm {statistics.median(grads):.3g}"
+    flows = f"the gradient flows (median grad norm {grad:.3g}"
     if rates:
         moved.insert(0, f"learning rate at most {max(rates):.2g}")
     return (f"{signal} and {flows}{''.join('; ' + said for said in moved)}), yet the reward does not move: no kl is logged "
