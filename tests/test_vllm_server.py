@@ -1,7 +1,7 @@
 """Runs whose completions a vLLM server generates (TRL's server mode), started and stopped by hypotrack for each arm
 whose settings name no server: the weights pushed to it through a file it reloads (on a CPU), what it serves read
 through hypotrack's worker extension, in hypotrack's worker and in a user's own script, and Ctrl-C stopping it.
-The server tests share one file, so they run one at a time: each checks that no server is left behind.
+Each test checks that no server its runs started is left behind (tests/test_vllm_server_penalty.py has h14's).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from runner_support import cli, env_for, start_cli
 from vllm_support import (
-    LONG_SERVER_DECIDED,
-    arm_readings,
     assert_decided,
     assert_treatment_repairs,
     control_series,
     selftest,
+    servers_of,
     stale_shares,
+    sync_folders_left,
 )
 
 
@@ -46,42 +46,11 @@ def test_under_a_vllm_server_a_stale_generator_and_a_stale_output_head_validate_
     # the server serves in the dtype the experiment names (generator_dtype: trainer), where vLLM would choose bfloat16
     assert max(series["clean"]["diag/sampling_parity/generator_dtype_differs"]) == 0.0
     # every server stopped with its arm
-    assert _servers() == []
-
-
-@pytest.mark.vllm
-def test_a_penalty_the_served_models_generation_config_carries_validates_h14_and_sending_it_repairs_it(
-        tmp_path: Path, wide_cache: Path) -> None:
-    """NeMo-RL#3497 under TRL: the served model's generation_config.json carries a presence penalty, which vLLM's
-    server applies to every request that leaves it unset, and TRL's requests do. On 96-letter completions the penalty
-    moves vLLM's logprobs 0.28 nats a token off the trainer's; the hook names it and reproduces vLLM's logprobs with
-    it; h14's treatment sends the penalty as 0."""
-    rows = ("clean", "generation_config_penalties")
-    assert_decided(selftest(tmp_path, wide_cache, "toy_letters_vllm_server", rows, "--max-steps", "4"), rows,
-                   LONG_SERVER_DECIDED)
-    series = control_series(tmp_path / "st")
-    parity = "diag/sampling_parity/"
-    assert set(series["generation_config_penalties"][parity + "generator_hidden_settings"]) == {1.0}
-    assert set(series["clean"][parity + "generator_hidden_settings"]) == {0.0}
-    assert min(series["generation_config_penalties"][parity + "generator_gap_mean"]) > 0.05
-    assert max(series["clean"][parity + "generator_gap_mean"]) < 1e-4
-    assert series["generation_config_penalties"][parity + "generator_closing_transform"] == [2.0]  # a penalty
-    assert max(series["generation_config_penalties"][parity + "generator_transform_residual_mean"]) < 1e-3
-    result = cli(["run", "h14", "--experiment", "toy_letters_vllm_server", "--plant", "generation_config_penalties",
-                  "--seeds", "1", "--max-steps", "3"], env_for(tmp_path, wide_cache), tmp_path, timeout=900)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    readings = arm_readings(tmp_path / "outputs", "h14", parity + "generator_gap_mean")
-    assert max(readings["treatment"]) < 1e-4 < min(readings["control"]), readings
-    assert _servers() == []
+    assert servers_of(tmp_path) == []
 
 
 def _training(outputs: Path) -> bool:
     return any('"step": 1,' in events.read_text() for events in outputs.glob("h06-*/*/events.jsonl"))
-
-
-def _servers() -> list[str]:
-    found = subprocess.run(["pgrep", "-af", "vllm.entrypoints.openai.api_server"], capture_output=True, text=True)
-    return [line for line in found.stdout.splitlines() if "pgrep" not in line]
 
 
 @pytest.mark.vllm
@@ -93,16 +62,16 @@ def test_ctrl_c_stops_the_vllm_server_hypotrack_started(tmp_path: Path, wide_cac
     while not _training(tmp_path / "outputs"):  # each arm's server up, and an arm past its first step
         assert runner.poll() is None and time.monotonic() < deadline, runner.communicate()[0][-3000:]
         time.sleep(1)
-    assert _servers()
+    assert servers_of(tmp_path)
     runner.send_signal(signal.SIGINT)
     output = runner.communicate(timeout=120)[0]
     assert runner.returncode == 130, output[-3000:]
     assert "Traceback" not in output
     deadline = time.monotonic() + 30
-    while _servers() and time.monotonic() < deadline:
+    while servers_of(tmp_path) and time.monotonic() < deadline:
         time.sleep(1)
-    assert _servers() == []
-    assert not list(Path("/dev/shm").glob("hypotrack-vllm-sync-*"))  # each sync's file removed once reloaded
+    assert servers_of(tmp_path) == []
+    assert sync_folders_left() == []  # each sync's file removed once reloaded
 
 
 @pytest.mark.vllm
@@ -133,7 +102,7 @@ def test_a_users_script_in_server_mode_gets_a_server_and_its_served_weights_read
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert stale_shares(tmp_path / "outputs") == {"control": [0.0], "treatment": [0.0]}
     assert len(list((tmp_path / "outputs").glob("h06-*/*-seed0/**/vllm-server.log"))) == 2
-    assert _servers() == []
+    assert servers_of(tmp_path) == []
 
 
 @pytest.mark.vllm

@@ -1,10 +1,12 @@
-"""What the vLLM tests share (tests/test_vllm.py, colocate mode; tests/test_vllm_server.py, server mode): a selftest
+"""What the vLLM tests share (tests/test_vllm.py, colocate mode; tests/test_vllm_server*.py, server mode): a selftest
 on h06, h14 and h27, what each planted row decides, and the readings an arm logged. The toy model vLLM serves is the
 fixture `wide_cache` (conftest.py)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from pathlib import Path
 
 from runner_support import cli, env_for
@@ -91,3 +93,28 @@ def control_series(root: Path) -> dict[str, dict[str, list[float]]]:
                 for key, value in event["metrics"].items():
                     series.setdefault(key, []).append(value)
     return found
+
+
+def servers_of(tmp_path: Path) -> list[int]:
+    """The vLLM servers still alive that a test's runs started: each server inherits its run's environment, whose
+    registry (`env_for`) lies in the test's own folder. Scoped so, a server test can run beside another one."""
+    found = subprocess.run(["pgrep", "-f", "vllm.entrypoints.openai.api_server"], capture_output=True, text=True)
+    mark = f"HYPOTRACK_DB={tmp_path / 'registry.db'}".encode()
+    alive = []
+    for pid in map(int, found.stdout.split()):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:  # gone since pgrep saw it, or not ours to read
+            continue
+        if mark in environ:
+            alive.append(pid)
+    return alive
+
+
+def sync_folders_left(wait_s: float = 15.0) -> list[Path]:
+    """The weight-sync folders in /dev/shm that outlive ``wait_s``: a push's folder is removed once its server has
+    reloaded it, seconds later, so a folder another test is pushing through now is gone by then, and one still there
+    was left behind."""
+    present = set(Path("/dev/shm").glob("hypotrack-vllm-sync-*"))
+    time.sleep(wait_s)
+    return sorted(folder for folder in present if folder.exists())
