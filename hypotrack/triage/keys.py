@@ -38,11 +38,16 @@ OTHER_TRAINERS = {
     "response_length/max": "completions/max_length",
     "response_length/min": "completions/min_length",
     "response_length/clip_ratio": "completions/clipped_ratio",
-    # OpenRLHF
+    # OpenRLHF: its step's status (the console's "Global step N: {...}", "train/" in its trackers); its newer releases
+    # add the rollout batch's statistics (rollout/*). Its ppo_kl is the update's own step, not a KL to the reference.
     "actor_lr": "learning_rate",
     "response_length": "completions/mean_length",
     "policy_entropy": "entropy",
     "entropy": "entropy",
+    "ppo_clip_ratio": "clip_ratio/region_mean",
+    "rollout/reward_mean": "reward",
+    "rollout/response_length_mean": "completions/mean_length",
+    "rollout/truncated_rate": "completions/clipped_ratio",  # the share of completions cut at the length budget
     # TRL's PPO and RLOO trainers (objective/*, policy/*): the reward model's score before the KL penalty
     # (objective/rlhf_reward subtracts it), the KL to the reference and the token entropy
     "objective/scores": "reward",

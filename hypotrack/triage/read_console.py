@@ -44,6 +44,10 @@ from .values import STEP_KEYS, decode_text, non_empty, number
 
 # A tqdm bar's position: "  5/100 [00:10<03:10, ...]".
 BAR = re.compile(r"(\d+)/(\d+) \[")
+# A step the dict's own line names before it, "✨ Global step 12: {'policy_loss': ...}" (OpenRLHF's trainer logs each
+# step so) or "Step 12/500 {...}": it places its dict as a bar would, as a count of no total (NAMED_TOTAL).
+DICT_STEP = re.compile(r"\bstep\s*[=:#]?\s*(\d+)(?:/\d+)?[^\w{]*$", re.IGNORECASE)
+NAMED_TOTAL = 0
 # A Python dict of str keys as print() writes it; values never hold braces. transformers' Trainer adds the epoch to
 # every dict it logs, so a printed dict counts as a training step where it has the epoch, a step or a quantity of the
 # update (STEP_KEYS_ANY less the reward): a dict of rewards alone is one completion's scores, which a loop prints
@@ -374,8 +378,9 @@ def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> No
             token = match.group()
             if token.startswith("{"):
                 values = _parse_dict(token)
+                named = DICT_STEP.search(piece, 0, match.start())
                 if values and _is_step(values):
-                    entries.append((last_bar, values))
+                    entries.append(((int(named.group(1)), NAMED_TOTAL) if named else last_bar, values))
                 elif values and _is_evaluation(values):
                     evaluations.append((len(entries), values))
             else:
@@ -473,7 +478,8 @@ def _parse_dict(token: str) -> dict | None:
 
 
 def _steps(entries: list[tuple[tuple[int, int] | None, dict]]) -> list[int] | None:
-    """The training bar's count before each dict, when the bars give one increasing step per dict."""
+    """The training bar's count before each dict (or the step its own line names), when they give one increasing step
+    per dict."""
     totals = Counter(bar[1] for bar, _ in entries if bar is not None)
     if not totals:
         return None
