@@ -24,6 +24,7 @@ import pytest
 
 from hypotrack.errors import HypotrackError
 from hypotrack.triage.keys import canonical, canonical_name
+from hypotrack.triage.runlog import STEPS_ASSUMED
 from hypotrack.triage.sources import read_runs, read_source
 from hypotrack.triage.training_args import read_training_args, settings
 
@@ -319,6 +320,53 @@ def test_a_loops_csv_keyed_by_its_update_count_is_read_with_its_names(tmp_path):
     log = canonical(read_source(str(csv))).log
     assert log.series["reward"][-1] == (6, 0.6) and log.series["frac_reward_zero_std"][0] == (1, 0.25)
     assert {"completions/clipped_ratio", "entropy", "loss"} <= set(log.series)
+
+
+def test_openrlhfs_step_status_on_its_console_and_in_its_trackers(tmp_path):
+    """OpenRLHF logs each step's status as `✨ Global step N: {...}` (its trainer's logger line) and, under "train/",
+    to W&B and TensorBoard: the step is the one the line names, whatever progress bar printed before it, and its names
+    are the roles triage reads (rollout/* the batch's statistics of newer releases)."""
+    status = "{{'policy_loss': -0.01, 'actor_lr': 1e-06, 'actor_grad_norm': 0.31, 'ppo_clip_ratio': 0.002, " \
+             "'ppo_kl': 0.0001, 'kl': {kl}, 'reward': {reward}, 'return': {reward}, 'response_length': 300.0, " \
+             "'rollout/reward_mean': {reward}, 'rollout/truncated_rate': 0.01, 'timing/step_total': 111.4}}"
+    path = tmp_path / "train.log"
+    path.write_text("".join(
+        f"Episode [1/1]:  {s}%|  | {s}/400 [01:00<10:00, 60s/it]\n"
+        f"[2026-01-05 10:00:00,000] [INFO] [ppo_trainer.py:547:fit] ✨ Global step {2 * s}: "
+        + status.format(kl=s / 1000, reward=0.2 + s / 50) + "\n" for s in range(1, 11)))
+    log = read_source(str(path))
+    assert log.series["reward"][2] == (6, 0.26) and log.series["kl"][-1] == (20, 0.01)
+    assert not log.params.get(STEPS_ASSUMED)
+    assert canonical_name("train/rollout/reward_mean") == "reward"
+    assert canonical_name("train/rollout/truncated_rate") == "completions/clipped_ratio"
+    assert canonical_name("train/ppo_clip_ratio") == "clip_ratio/region_mean"
+    assert canonical_name("train/actor_grad_norm") == "grad_norm" and canonical_name("train/ppo_kl") is None
+
+
+def test_tensorboards_scalar_downloads_are_read_as_the_runs_they_are_of(tmp_path, run_cli):
+    """TensorBoard's "Download CSV" writes one tag a file, `run-<run>-tag-<tag>.csv` with each "/" as "_": a folder
+    of them is one run a run name, one of them is read with its run's other tags, and the tags are TRL's names."""
+    tags = {"train_reward": lambda s: 0.2 + s / 100, "train_kl": lambda s: s / 1000,
+            "train_rewards_accuracy_reward_mean": lambda s: 0.1 + s / 100,
+            "train_completions_mean_length": lambda s: 100.0, "train_frac_reward_zero_std": lambda s: 0.25}
+    for run in ("grpo_a", "grpo_b"):
+        for tag, value in tags.items():
+            (tmp_path / f"run-{run}-tag-{tag}.csv").write_text(
+                "Wall time,Step,Value\n" + "".join(f"{1.7e9 + s},{5 * s},{value(s)}\n" for s in range(1, 41)))
+    logs = read_runs(str(tmp_path))
+    assert [log.run for log in logs] == ["grpo_a", "grpo_b"]
+    named = canonical(logs[0]).log.series
+    assert named["rewards/accuracy_reward/mean"][0] == (5, 0.11) and named["kl"][-1] == (200, 0.04)
+    assert {"reward", "completions/mean_length", "frac_reward_zero_std"} <= set(named)
+    one = read_runs(str(tmp_path / "run-grpo_b-tag-train_kl.csv"))
+    assert len(one) == 1 and set(one[0].series) == set(logs[1].series)
+    result = run_cli("triage", tmp_path / "run-grpo_b-tag-train_reward.csv")
+    assert result.returncode == 0 and "is learning" in result.stdout, result.stdout + result.stderr
+    # TensorBoard's dataframe export (experiment.get_scalars()): the long form, its tag column the key
+    path = tmp_path / "scalars.csv"
+    path.write_text("run,tag,step,value\n" + "".join(f"grpo_a,train/reward,{s},{0.2 + s / 100}\n"
+                                                      for s in range(1, 21)))
+    assert read_source(str(path)).series["train/reward"][1] == (2, 0.22)
 
 
 def test_a_console_log_of_an_sft_warm_up_then_grpo_reads_the_grpo_training(tmp_path):

@@ -1,5 +1,5 @@
 """Read a CSV exported from a tracker: a step column and one column per metric, or the long form with step,
-key (or metric) and value columns.
+key (or metric, or tag) and value columns.
 
 Several runs in one file are kept apart, one RunLog each: W&B's "<run> - <key>" headers (its __MIN / __MAX
 columns are dropped), or a text column that names the run (run, name, experiment, ...; or any text column
@@ -23,6 +23,8 @@ from .values import STEP_KEYS, decode_text, non_empty, number, refuse_wrapped, s
 RUN_COLUMNS = ("run", "run_name", "run name", "run_id", "name", "experiment", "experiment_name", "exp_name",
                "exp", "group")
 W_AND_B_SEPARATOR = " - "
+# The long form's column of metric names: a tracker's, or TensorBoard's dataframe export (run, tag, step, value).
+LONG_FORM_NAMES = ("key", "metric", "tag")
 
 
 def read_csv(path: Path) -> list[RunLog]:
@@ -50,7 +52,7 @@ def read_csv(path: Path) -> list[RunLog]:
                                  f"{row[step_at]!r}, not a step number")
         steps.append(int(step))
     lowered = [column.lower() for column in header]
-    long_form = next((lowered.index(n) for n in ("key", "metric") if n in lowered), None)
+    long_form = next((lowered.index(n) for n in LONG_FORM_NAMES if n in lowered), None)
     value_at = lowered.index("value") if "value" in lowered else None
     run_at = _run_column(header, lowered, body, steps, step_at, skip={long_form, value_at})
     logs: dict[str, RunLog] = {}

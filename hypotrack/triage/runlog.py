@@ -31,7 +31,7 @@ class RunLog:
     """
 
     source: str
-    kind: str  # mlflow | trainer_state | csv | tensorboard | console | jsonl | series
+    kind: str  # mlflow | trainer_state | csv | tensorboard | tensorboard csv | console | jsonl | series
     series: dict[str, Points] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
     # metric -> (step, value) of each infinite or NaN value logged: kept out of the series (a mean over

@@ -5,10 +5,11 @@
 - a training output folder (TRL / transformers' `output_dir`): its `trainer_state.json`, else the one in
   its newest `checkpoint-N/`, else the TensorBoard event files under it, else the W&B run files under it (a
   `wandb/` folder), else the console output W&B kept of each run (`files/output.log`), else the runs of an
-  MLflow file store under it (an `mlruns/` folder, read through MLflow) (read_state.py, read_tensorboard.py,
-  read_wandb.py);
+  MLflow file store under it (an `mlruns/` folder, read through MLflow), else TensorBoard's scalar downloads in it
+  (a tag a CSV file, read_scalar_csv.py) (read_state.py, read_tensorboard.py, read_wandb.py);
 - a file: a trainer_state.json; TensorBoard event files; a W&B run file (`run-<id>.wandb`); a CSV export
-  from a tracker (read_csv.py), W&B's with several runs kept apart; JSON records, one per line or as a list
+  from a tracker (read_csv.py), W&B's with several runs kept apart; one tag TensorBoard downloaded as CSV, read with
+  the same run's other downloads beside it; JSON records, one per line or as a list
   (read_jsonl.py); a console log of transformers' printed dicts or verl's step lines (read_console.py).
 
 The checkpoint's `training_args.bin` beside the log (or in its newest checkpoint) adds the run's settings
@@ -30,6 +31,7 @@ from .keys import canonical_name
 from .read_console import CONSOLE_FORMATS, looks_like_console, read_console
 from .read_csv import read_csv
 from .read_jsonl import read_records
+from .read_scalar_csv import downloads_of_its_run, is_scalar_download, read_scalar_downloads, scalar_downloads
 from .read_state import STATE_FILE, is_trainer_state, load_json, read_trainer_state
 from .read_tensorboard import event_files, is_event_file, read_tensorboard
 from .read_wandb import is_wandb_file, read_wandb, wandb_console_logs, wandb_files
@@ -134,6 +136,9 @@ def _read_folder(folder: Path) -> list[RunLog]:
                                 "run-<id>.wandb beside it)")
                 logs.append(log)
         return logs
+    downloads = scalar_downloads(folder)
+    if downloads:  # a tag a file, as TensorBoard's "Download CSV" writes them: the curves a user kept of the run
+        return read_scalar_downloads(downloads)
     readable = sorted(p.name for p in folder.iterdir() if p.suffix.lower() in LOG_SUFFIXES)
     if len(readable) == 1:
         # A hand-written loop's or Tinker's log folder holds its one metrics file (metrics.jsonl, train.log, a dumped
@@ -178,6 +183,8 @@ def _read_file(path: Path) -> list[RunLog]:
         raise HypotrackError(f"{path}: a checkpoint's training settings (beta, num_generations, learning rate, ...), "
                              f"not its metrics; triage reads it by itself beside the log: pass the {STATE_FILE} or "
                              "the checkpoint folder that holds it")
+    if is_scalar_download(path):  # one tag of the run: read with the run's other tags beside it
+        return read_scalar_downloads(downloads_of_its_run(path))
     if suffix in (".csv", ".tsv"):
         return read_csv(path)
     if is_wandb_file(path, head):
