@@ -369,6 +369,31 @@ def test_tensorboards_scalar_downloads_are_read_as_the_runs_they_are_of(tmp_path
     assert read_source(str(path)).series["train/reward"][1] == (2, 0.22)
 
 
+def test_ms_swifts_logging_jsonl_its_console_and_its_args_json(tmp_path):
+    """ms-swift (`swift rlhf --rlhf_type grpo`) writes each logged step, in its output folder's logging.jsonl and on
+    the console, with its step as 'global_step/max_steps': '10/200', ends with transformers' summary, and keeps its
+    settings in args.json beside it: the steps are its own, the summary is no step, and the settings are read."""
+    rows = [{"loss": 0.001, "grad_norm": 0.4, "learning_rate": 1e-06, "memory(GiB)": 40.1, "reward": 0.3 + s / 100,
+             "reward_std": 0.4, "rewards/MathAccuracy/mean": 0.2 + s / 100, "frac_reward_zero_std": 0.25, "kl": 0.01,
+             "epoch": s / 100, "global_step/max_steps": f"{5 * s}/200", "percentage": f"{2.5 * s:.2f}%",
+             "elapsed_time": "1h 2m", "remaining_time": "3h"} for s in range(1, 41)]
+    summary = {"train_runtime": 3600.0, "train_loss": 0.001, "epoch": 0.4, "global_step/max_steps": "200/200",
+               "memory(GiB)": 40.1, "train_speed(iter/s)": 0.05}
+    run = tmp_path / "v0-20250101-120000"
+    run.mkdir()
+    (run / "logging.jsonl").write_text("".join(json.dumps(row) + "\n" for row in [*rows, summary]))
+    (run / "args.json").write_text(json.dumps({"rlhf_type": "grpo", "output_dir": str(run), "learning_rate": 1e-6,
+                                               "beta": 0.04, "num_generations": 8, "logging_steps": 5}))
+    log = read_source(str(run))
+    assert log.series["reward"][0] == (5, 0.31) and log.series["reward"][-1] == (200, 0.7)
+    assert not log.repeated  # the summary at step 200 is no second step 200
+    assert log.params["num_generations"] == "8" and log.params["beta"] == "0.04"
+    console = tmp_path / "train.log"
+    console.write_text("".join(f"Train:  {s}%|  | {s}/40 [00:10<...]\n{row}\n" for s, row in enumerate(rows, 1)))
+    step, reward = read_source(str(console)).series["reward"][2]
+    assert step == 15 and reward == pytest.approx(0.33)
+
+
 def test_a_console_log_of_an_sft_warm_up_then_grpo_reads_the_grpo_training(tmp_path):
     """An Unsloth-style script prints its SFT warm-up's dicts, then GRPO's, in one log: the GRPO training is read,
     on its own steps, and the report says what was left out."""

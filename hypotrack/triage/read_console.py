@@ -2,8 +2,9 @@
 
 - transformers' Trainer prints each logged step as a Python dict, `{'loss': 0.01, 'reward': 0.5, ...,
   'epoch': 0.02}` (transformers 4.5x writes the numbers as text: `'loss': '0.01'`), among tqdm's progress
-  bars, warnings and the script's own prints. The dict carries no step: it is read from the training bar
-  printed just before it (`  5/100 [00:10<...]`), else counted in logging_steps. A script that trains twice
+  bars, warnings and the script's own prints. The dict's step is its own where it holds one (ms-swift prints
+  `'global_step/max_steps': '10/500'`), else the one its line names before it (OpenRLHF's `Global step 12: {...}`),
+  else the training bar's printed just before it (`  5/100 [00:10<...]`), else counted in logging_steps. A script that trains twice
   (an SFT warm-up, then GRPO) prints both: the last GRPO training is read, and the report says so;
 - verl prints `step:12 - critic/score/mean:0.51 - actor/entropy:1.2 - ...` once a step;
 - a hand-written loop prints a table (by hand, tabulate or rich): a header row of column names, one of them the
@@ -40,12 +41,13 @@ from hypotrack.errors import HypotrackError
 
 from .keys import EVAL_PREFIXES, canonical_name, evaluation_body, hand_written, loop_key
 from .runlog import HAND_WRITTEN, STEPS_ASSUMED, RunLog
-from .values import STEP_KEYS, decode_text, non_empty, number
+from .values import STEP_KEYS, decode_text, non_empty, number, step_key, step_number
 
 # A tqdm bar's position: "  5/100 [00:10<03:10, ...]".
 BAR = re.compile(r"(\d+)/(\d+) \[")
 # A step the dict's own line names before it, "✨ Global step 12: {'policy_loss': ...}" (OpenRLHF's trainer logs each
-# step so) or "Step 12/500 {...}": it places its dict as a bar would, as a count of no total (NAMED_TOTAL).
+# step so) or "Step 12/500 {...}", or the dict itself (_named_step): it places its dict as a bar would, as a count
+# of no total (NAMED_TOTAL).
 DICT_STEP = re.compile(r"\bstep\s*[=:#]?\s*(\d+)(?:/\d+)?[^\w{]*$", re.IGNORECASE)
 NAMED_TOTAL = 0
 # A Python dict of str keys as print() writes it; values never hold braces. transformers' Trainer adds the epoch to
@@ -378,9 +380,8 @@ def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> No
             token = match.group()
             if token.startswith("{"):
                 values = _parse_dict(token)
-                named = DICT_STEP.search(piece, 0, match.start())
                 if values and _is_step(values):
-                    entries.append(((int(named.group(1)), NAMED_TOTAL) if named else last_bar, values))
+                    entries.append((_named_step(values, piece[:match.start()]) or last_bar, values))
                 elif values and _is_evaluation(values):
                     evaluations.append((len(entries), values))
             else:
@@ -412,6 +413,16 @@ def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> No
                 value = number(raw)
                 if key.startswith(EVAL_PREFIXES) and value is not None:
                     log.add(key, steps[before - first - 1], value)
+
+
+def _named_step(values: dict, before: str) -> tuple[int, int] | None:
+    """The step a printed dict names, as a count of no total (NAMED_TOTAL): the dict's own step key (ms-swift prints
+    'global_step/max_steps': '10/500'), else the step its line names before it (OpenRLHF's 'Global step 12: {...}')."""
+    own = step_key([key for key, value in values.items() if step_number(value) is not None])
+    if own is not None:
+        return int(step_number(values[own]) or 0), NAMED_TOTAL
+    named = DICT_STEP.search(before)
+    return (int(named.group(1)), NAMED_TOTAL) if named else None
 
 
 def _last_training(entries: list[tuple[tuple[int, int] | None, dict]], log: RunLog) -> list:

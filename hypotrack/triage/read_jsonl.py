@@ -18,7 +18,7 @@ from pathlib import Path
 from hypotrack.errors import HypotrackError
 
 from .runlog import RunLog
-from .values import STEP_KEYS, decode_text, non_empty, number, refuse_wrapped, step_key
+from .values import STEP_KEYS, decode_text, non_empty, number, refuse_wrapped, step_key, step_number
 
 
 def read_records(path: Path, records: list | None = None) -> RunLog:
@@ -31,12 +31,14 @@ def read_records(path: Path, records: list | None = None) -> RunLog:
         if not isinstance(record, dict):
             continue
         flat = dict(_flatten(_open_envelope(record)))
-        key_of_step = step_key([key for key, value in flat.items() if number(value) is not None])
+        if END_OF_TRAINING in flat:  # transformers' end-of-training summary (ms-swift writes it as a record): no step
+            continue
+        key_of_step = step_key([key for key, value in flat.items() if step_number(value) is not None])
         if _is_evaluation(flat):  # a held-out pass logged among the training rows: kept apart, as eval/<key>
             flat = {key if key in STEP_KEYS or key == key_of_step else f"eval/{key}": value for key, value in flat.items()}
         if key_of_step is None:
             counted += 1
-        step = int(number(flat[key_of_step]) or 0) if key_of_step else position  # the key was chosen for its number
+        step = int(step_number(flat[key_of_step]) or 0) if key_of_step else position  # chosen for its number
         for key, value in flat.items():
             if key in STEP_KEYS or key == key_of_step:
                 continue
@@ -60,6 +62,8 @@ PASS_KEYS = ("type", "split", "mode", "phase", "stage")
 EVALUATION_PASSES = frozenset({"eval", "evaluation", "test", "val", "valid", "validation"})
 
 
+# The key only transformers' end-of-training summary holds (train_runtime, train_loss, ... at the last step).
+END_OF_TRAINING = "train_runtime"
 # Keys a logger wraps a step's metrics in (verl's FileLogger: "data"; a loop's "metrics" beside its "config").
 ENVELOPES = ("data", "metrics", "scalars")
 # Objects a loop writes into every record that hold its settings, not the step's metrics.

@@ -12,9 +12,9 @@
   the same run's other downloads beside it; JSON records, one per line or as a list
   (read_jsonl.py); a console log of transformers' printed dicts or verl's step lines (read_console.py).
 
-The checkpoint's `training_args.bin` beside the log (or in its newest checkpoint) adds the run's settings
-(beta, num_generations, loss_type, logging_steps, ...) to what triage knows, read without torch
-(training_args.py). A file triage cannot read gets one sentence saying what it is and what to pass instead.
+The checkpoint's `training_args.bin` beside the log (or in its newest checkpoint), else ms-swift's `args.json`,
+adds the run's settings (beta, num_generations, loss_type, logging_steps, ...) to what triage knows, read without
+torch (training_args.py). A file triage cannot read gets one sentence saying what it is and what to pass instead.
 Every problem is a HypotrackError that names the source and what is wrong with it.
 """
 
@@ -36,7 +36,7 @@ from .read_state import STATE_FILE, is_trainer_state, load_json, read_trainer_st
 from .read_tensorboard import event_files, is_event_file, read_tensorboard
 from .read_wandb import is_wandb_file, read_wandb, wandb_console_logs, wandb_files
 from .runlog import STEPS_ASSUMED, RunLog
-from .training_args import ARGS_FILE, settings
+from .training_args import ARGS_FILE, JSON_ARGS_FILE, settings
 from .values import non_empty
 
 # Keys only transformers' trainer_state.json has.
@@ -139,7 +139,7 @@ def _read_folder(folder: Path) -> list[RunLog]:
     downloads = scalar_downloads(folder)
     if downloads:  # a tag a file, as TensorBoard's "Download CSV" writes them: the curves a user kept of the run
         return read_scalar_downloads(downloads)
-    readable = sorted(p.name for p in folder.iterdir() if p.suffix.lower() in LOG_SUFFIXES)
+    readable = sorted(p.name for p in folder.iterdir() if p.suffix.lower() in LOG_SUFFIXES and p.name != JSON_ARGS_FILE)
     if len(readable) == 1:
         # A hand-written loop's or Tinker's log folder holds its one metrics file (metrics.jsonl, train.log, a dumped
         # log_history.json): the folder names the run, and its only log is what a user means by it.
@@ -283,14 +283,15 @@ def _logging_steps(args_file: Path) -> int | None:
 
 
 def _add_settings(log: RunLog, source: Path) -> None:
-    """The training_args.bin beside the log (or in the newest checkpoint), read without torch."""
+    """The training_args.bin beside the log (or in the newest checkpoint), read without torch; else ms-swift's
+    args.json beside it."""
     start = source if source.is_dir() else source.parent
     log_folder = Path(log.source.split(" [run ")[0])
-    candidates = [log_folder.parent / ARGS_FILE if log_folder.is_file() else log_folder / ARGS_FILE,
-                  start / ARGS_FILE]
+    folders = [log_folder.parent if log_folder.is_file() else log_folder, start]
     state = state_file(start) if start.is_dir() else None
     if state is not None:
-        candidates.append(state.parent / ARGS_FILE)
+        folders.append(state.parent)
+    candidates = [folder / name for name in (ARGS_FILE, JSON_ARGS_FILE) for folder in folders]
     found = next((p for p in candidates if p.is_file()), None)
     if found is None:
         return

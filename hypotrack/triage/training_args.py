@@ -6,12 +6,13 @@ few header pickles). Unpickling normally imports and calls whatever classes the 
 run code from a file downloaded with someone's run. Here every class the pickle names is replaced by an
 inert placeholder that only records its arguments and state, so what comes back is plain values: the
 config's fields (beta, num_generations, loss_type, learning_rate, logging_steps, ...), with enums read as
-their value.
+their value. ms-swift writes the same fields as JSON (`args.json`) beside its logging.jsonl, read as they are.
 """
 
 from __future__ import annotations
 
 import io
+import json
 import pickle
 import zipfile
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 from hypotrack.errors import HypotrackError
 
 ARGS_FILE = "training_args.bin"
+JSON_ARGS_FILE = "args.json"  # ms-swift's
 # The settings triage reads (the rest of the config is kept out of the report).
 SETTINGS = ("beta", "num_generations", "loss_type", "learning_rate", "logging_steps", "scale_rewards",
             "reward_weights", "max_completion_length", "max_prompt_length", "num_iterations", "epsilon",
@@ -139,5 +141,16 @@ def _pickles(data: bytes) -> list[bytes]:
 
 def settings(path: Path) -> dict[str, str]:
     """The settings triage reads, as the strings a run's params hold (an MLflow run's params are strings)."""
-    fields = read_training_args(path)
+    fields = _json_args(path) if path.suffix == ".json" else read_training_args(path)
     return {key: str(fields[key]) for key in SETTINGS if key in fields and fields[key] is not None}
+
+
+def _json_args(path: Path) -> dict[str, object]:
+    """A run's training arguments written as one JSON object (ms-swift's args.json)."""
+    try:
+        fields = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise HypotrackError(f"{path}: not a readable JSON file of training arguments ({exc})") from None
+    if not isinstance(fields, dict) or not ("learning_rate" in fields or "output_dir" in fields):
+        raise HypotrackError(f"{path}: a JSON file that holds no training arguments (no learning_rate, no output_dir)")
+    return fields

@@ -13,7 +13,8 @@ from .runlog import RunLog
 # Step columns and keys, in the order a source is searched for one: a tracker's own counter (_step, W&B's row
 # number) comes after the trainer's global step, which is what the hypotheses' step windows mean.
 STEP_KEYS = ("step", "global_step", "train/global_step", "trainer/global_step", "training/global_step",
-             "_step", "Step", "grpo_step", "iteration", "progress/step", "update")  # the last four: hand-written loops
+             "_step", "Step", "global_step/max_steps",  # ms-swift's, written "10/500"
+             "grpo_step", "iteration", "progress/step", "update")  # the last four: hand-written loops
 # Else a loop's own counter named for what it counts: outer_step, rl_step, train_step (never step_time or
 # time_per_step, which are durations).
 LOOP_STEP_KEY = re.compile(r"^(?:[a-z]+_)?step$", re.IGNORECASE)
@@ -26,6 +27,7 @@ def step_key(keys: list[str]) -> str | None:
     return named or next((key for key in keys if LOOP_STEP_KEY.match(key.strip())), None)
 
 
+STEP_OUT_OF_TOTAL = re.compile(r"^\s*(\d+)\s*/\s*\d+\s*$")
 # A number written as an object's text: `tensor(0.4500)`, `tensor(0.45, device='cuda:0')`, `np.float64(0.3)`.
 WRAPPED_NUMBER = re.compile(r"^\s*(tensor|(np|numpy|torch)\.\w+)\(\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*[,)]")
 
@@ -47,6 +49,15 @@ def number(cell: object) -> float | None:
         return float(cell)
     except (TypeError, ValueError):
         return None
+
+
+def step_number(cell: object) -> float | None:
+    """A step's cell as a number: a number, or a count out of a total written as text ("10/500", as ms-swift logs
+    its global_step/max_steps), whose count is the step."""
+    value = number(cell)
+    if value is None and isinstance(cell, str) and (count := STEP_OUT_OF_TOTAL.match(cell)):
+        return float(count.group(1))
+    return value
 
 
 def non_empty(log: RunLog) -> RunLog:
