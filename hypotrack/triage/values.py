@@ -14,6 +14,7 @@ from .runlog import RunLog
 # number) comes after the trainer's global step, which is what the hypotheses' step windows mean.
 STEP_KEYS = ("step", "global_step", "train/global_step", "trainer/global_step", "training/global_step",
              "_step", "Step", "global_step/max_steps",  # ms-swift's, written "10/500"
+             "current_steps",  # LLaMA-Factory's trainer_log.jsonl
              "grpo_step", "iteration", "progress/step", "update")  # the last four: hand-written loops
 # Else a loop's own counter named for what it counts: outer_step, rl_step, train_step (never step_time or
 # time_per_step, which are durations).
