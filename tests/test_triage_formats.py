@@ -75,6 +75,20 @@ def test_every_log_of_one_run_reads_the_same(plain_run):
 
 
 @pytest.mark.slow
+def test_a_wandb_run_file_reads_where_the_wandb_package_is_not_installed(plain_run):
+    """A user who never installed wandb triages a teammate's committed wandb/ folder: its records are read against
+    the part of W&B's schema hypotrack declares (the import of wandb is made to fail here)."""
+    code = ("import sys; sys.modules['wandb'] = None\n"
+            "from hypotrack.triage.sources import read_source\n"
+            f"log = read_source({str(plain_run['wandb'])!r})\n"
+            "print(len(log.series['train/reward']), log.params['num_generations'], 'wandb' in sys.modules and "
+            "sys.modules['wandb'] is not None)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(STEPS), "4", "False"], done.stdout
+
+
+@pytest.mark.slow
 def test_triage_of_a_tensorboard_folder_says_first_whether_the_run_learns(plain_run, run_cli):
     result = run_cli("triage", plain_run["output_dir"] / "runs", "--json")
     assert result.returncode == 0, result.stderr

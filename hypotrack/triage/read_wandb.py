@@ -3,10 +3,11 @@
 
 The file is LevelDB's log format (https://github.com/google/leveldb/blob/master/doc/log_format.md) behind W&B's
 7-byte header: 32 KiB blocks of chunks, each with a CRC-32, a length and a type that says whether it holds a whole
-record or its first, middle or last part. Each record is a protobuf `Record` of W&B's own schema, parsed with the
-`wandb` package's generated classes (`wandb.proto.wandb_internal_pb2`), imported only here: the optional extra
-`hypotrack[wandb]`. W&B's SDK no longer ships a Python reader of these files (its core reads them in Go), so the
-chunk framing is read here; every record's content is protobuf's to parse.
+record or its first, middle or last part. Each record is a protobuf `Record` of W&B's schema (wandb_internal.proto),
+parsed by protobuf (which MLflow and TensorBoard already install) against the part of that schema triage reads,
+declared here with W&B's own field numbers (RECORD_SCHEMA): protobuf skips the fields it is not told of, so a file of
+any W&B release reads without the wandb package. W&B's SDK no longer ships a Python reader of these files (its core
+reads them in Go), so the chunk framing is read here; every record's content is protobuf's to parse.
 
 Each history record (one `wandb.log` call) is one row: its items by their key, nested keys joined by '/', values
 as W&B wrote them (JSON), at the step the run plotted them against (its define_metric step metric, as TRL's callback
@@ -17,6 +18,7 @@ The run's config (learning_rate, beta, num_generations, ...) becomes its params,
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import struct
 import zlib
@@ -34,8 +36,27 @@ HEADER_LEN = 7
 BLOCK_LEN = 32768
 CHUNK_HEADER = struct.Struct("<IHB")  # crc32 of the type byte and the data, the data's length, the chunk's type
 FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
-INSTALL = ("reading it takes W&B's record schema: pip install 'hypotrack[wandb]' (or export the run's history "
-           "from W&B as CSV and pass that)")
+# The part of W&B's Record (wandb_internal.proto) triage reads: message -> its fields as (name, number, type,
+# repeated, message type, oneof). The numbers are W&B's; a history item holds its value as JSON text (value_json) or,
+# in newer releases, as one typed field of its `value` oneof.
+RECORD_SCHEMA = {
+    "Record": [("history", 2, "message", False, "HistoryRecord", None), ("config", 5, "message", False,
+                                                                          "ConfigRecord", None),
+               ("metric", 12, "message", False, "MetricRecord", None), ("run", 17, "message", False, "RunRecord", None)],
+    "HistoryRecord": [("item", 1, "message", True, "HistoryItem", None)],
+    "HistoryItem": [("key", 1, "string", False, None, None), ("nested_key", 2, "string", True, None, None),
+                    ("boolean", 4, "bool", False, None, "value"), ("integer", 5, "sint64", False, None, "value"),
+                    ("number", 6, "double", False, None, "value"), ("text", 7, "string", False, None, "value"),
+                    ("json", 8, "string", False, None, "value"), ("value_json", 16, "string", False, None, None)],
+    "MetricRecord": [("name", 1, "string", False, None, None), ("glob_name", 2, "string", False, None, None),
+                     ("step_metric", 4, "string", False, None, None)],
+    "RunRecord": [("run_id", 1, "string", False, None, None), ("config", 4, "message", False, "ConfigRecord", None),
+                  ("display_name", 8, "string", False, None, None)],
+    "ConfigRecord": [("update", 1, "message", True, "ConfigItem", None)],
+    "ConfigItem": [("key", 1, "string", False, None, None), ("nested_key", 2, "string", True, None, None),
+                   ("value_json", 16, "string", False, None, None)],
+}
+SCHEMA_PACKAGE = "hypotrack.wandb_records"
 
 
 def is_wandb_file(path: Path, head: bytes) -> bool:
@@ -58,28 +79,25 @@ def read_wandb(path: Path) -> list[RunLog]:
 
 
 def _read_run(file: Path, named: bool) -> RunLog:
-    try:
-        from google.protobuf.message import DecodeError
-        from wandb.proto.wandb_internal_pb2 import Record
-    except ImportError:
-        raise HypotrackError(f"{file}: a W&B run file (.wandb); {INSTALL}") from None
+    from google.protobuf.message import DecodeError
+
+    record_type = _record_type()
     rows, config, name, axes = [], {}, "", {}
     for data in _records(file):
-        record = Record()
+        record = record_type()
         try:
             record.ParseFromString(data)
         except DecodeError:  # a record W&B's schema does not hold
             raise HypotrackError(f"{file}: a record that is not one of W&B's (written by another W&B version?); "
                                  "export the run's history from W&B as CSV and pass that") from None
-        kind = record.WhichOneof("record_type")
-        if kind == "history":
-            rows.append({_key(item): _value(item.value_json) for item in record.history.item})
-        elif kind == "metric" and record.metric.step_metric:
+        if record.HasField("history"):
+            rows.append({_key(item): _item_value(item) for item in record.history.item})
+        elif record.HasField("metric") and record.metric.step_metric:
             axes[record.metric.name or record.metric.glob_name] = record.metric.step_metric
-        elif kind == "run":
+        elif record.HasField("run"):
             name = record.run.display_name or record.run.run_id
             config.update(_config(record.run.config.update))
-        elif kind == "config":
+        elif record.HasField("config"):
             config.update(_config(record.config.update))
     if not rows:
         raise HypotrackError(f"{file}: a W&B run file with no logged metrics (no wandb.log call reached it); "
@@ -129,6 +147,46 @@ def _on_its_axis(row: dict, axes: dict[str, str]) -> dict:
         if axis is not None and axis != key and isinstance(row.get(axis), (int, float)):
             return {"step": row[axis], **{k: v for k, v in row.items() if k not in ("_step", axis)}}
     return row
+
+
+@functools.cache
+def _record_type() -> type:
+    """The message class of RECORD_SCHEMA's Record, built in a descriptor pool of its own."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    proto = descriptor_pb2.FieldDescriptorProto
+    types = {"message": proto.TYPE_MESSAGE, "string": proto.TYPE_STRING, "bool": proto.TYPE_BOOL,
+             "sint64": proto.TYPE_SINT64, "double": proto.TYPE_DOUBLE}
+    schema = descriptor_pb2.FileDescriptorProto(name="hypotrack_wandb_records.proto", package=SCHEMA_PACKAGE,
+                                                syntax="proto3")
+    for message_name, fields in RECORD_SCHEMA.items():
+        message = schema.message_type.add(name=message_name)
+        oneofs: list[str] = []
+        for field_name, number, kind, repeated, of_type, oneof in fields:
+            field = message.field.add(name=field_name, number=number, type=types[kind],
+                                      label=proto.LABEL_REPEATED if repeated else proto.LABEL_OPTIONAL)
+            if of_type:
+                field.type_name = f".{SCHEMA_PACKAGE}.{of_type}"
+            if oneof:
+                if oneof not in oneofs:
+                    oneofs.append(oneof)
+                    message.oneof_decl.add(name=oneof)
+                field.oneof_index = oneofs.index(oneof)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(schema)
+    descriptor = pool.FindMessageTypeByName(f"{SCHEMA_PACKAGE}.Record")
+    build = getattr(message_factory, "GetMessageClass", None)  # protobuf >= 4.21; older: a factory's prototype
+    return build(descriptor) if build else message_factory.MessageFactory(pool).GetPrototype(descriptor)
+
+
+def _item_value(item) -> object:
+    """A history item's value: its typed field where a newer W&B wrote one, else its JSON text."""
+    typed = item.WhichOneof("value")
+    if typed == "json":
+        return _value(item.json)
+    if typed is not None:
+        return getattr(item, typed)
+    return _value(item.value_json)
 
 
 def _key(item) -> str:
