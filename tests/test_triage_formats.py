@@ -410,8 +410,9 @@ def test_ms_swifts_logging_jsonl_its_console_and_its_args_json(tmp_path):
 
 def test_llama_factorys_trainer_log_counts_its_steps_as_current_steps(tmp_path):
     path = tmp_path / "trainer_log.jsonl"
-    path.write_text("".join(json.dumps({"current_steps": 10 * s, "total_steps": 300, "loss": 0.1, "reward": s / 100,
-                                        "lr": 1e-6, "epoch": s / 30, "percentage": 3.33 * s}) + "\n" for s in range(1, 31)))
+    rows = [{"current_steps": 10 * s, "total_steps": 300, "loss": 0.1, "reward": s / 100, "lr": 1e-6, "epoch": s / 30,
+             "percentage": 3.33 * s} for s in range(1, 31)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     log = read_source(str(path))
     assert log.series["reward"][1] == (20, 0.02) and not any("carry no step" in said for said in log.said)
 

@@ -4,8 +4,8 @@
   'epoch': 0.02}` (transformers 4.5x writes the numbers as text: `'loss': '0.01'`), among tqdm's progress
   bars, warnings and the script's own prints. The dict's step is its own where it holds one (ms-swift prints
   `'global_step/max_steps': '10/500'`), else the one its line names before it (OpenRLHF's `Global step 12: {...}`),
-  else the training bar's printed just before it (`  5/100 [00:10<...]`), else counted in logging_steps. A script that trains twice
-  (an SFT warm-up, then GRPO) prints both: the last GRPO training is read, and the report says so;
+  else the training bar's printed just before it (`  5/100 [00:10<...]`), else counted in logging_steps. A script
+  that trains twice (an SFT warm-up, then GRPO) prints both: the last GRPO training is read, and the report says so;
 - verl prints `step:12 - critic/score/mean:0.51 - actor/entropy:1.2 - ...` once a step;
 - a hand-written loop prints a table (by hand, tabulate or rich): a header row of column names, one of them the
   step, and a row of numbers a step beneath it, the cells split by `|` or a box line, `Step | Reward |  KL` then

@@ -40,9 +40,10 @@ FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 # repeated, message type, oneof). The numbers are W&B's; a history item holds its value as JSON text (value_json) or,
 # in newer releases, as one typed field of its `value` oneof.
 RECORD_SCHEMA = {
-    "Record": [("history", 2, "message", False, "HistoryRecord", None), ("config", 5, "message", False,
-                                                                          "ConfigRecord", None),
-               ("metric", 12, "message", False, "MetricRecord", None), ("run", 17, "message", False, "RunRecord", None)],
+    "Record": [("history", 2, "message", False, "HistoryRecord", None),
+               ("config", 5, "message", False, "ConfigRecord", None),
+               ("metric", 12, "message", False, "MetricRecord", None),
+               ("run", 17, "message", False, "RunRecord", None)],
     "HistoryRecord": [("item", 1, "message", True, "HistoryItem", None)],
     "HistoryItem": [("key", 1, "string", False, None, None), ("nested_key", 2, "string", True, None, None),
                     ("boolean", 4, "bool", False, None, "value"), ("integer", 5, "sint64", False, None, "value"),
@@ -175,7 +176,7 @@ def _record_type() -> type:
     pool = descriptor_pool.DescriptorPool()
     pool.Add(schema)
     descriptor = pool.FindMessageTypeByName(f"{SCHEMA_PACKAGE}.Record")
-    build = getattr(message_factory, "GetMessageClass", None)  # protobuf >= 4.21; older: a factory's prototype
+    build = getattr(message_factory, "GetMessageClass", None)  # newer protobuf; older releases build it by a factory
     return build(descriptor) if build else message_factory.MessageFactory(pool).GetPrototype(descriptor)
 
 
