@@ -417,6 +417,29 @@ def test_llama_factorys_trainer_log_counts_its_steps_as_current_steps(tmp_path):
     assert log.series["reward"][1] == (20, 0.02) and not any("carry no step" in said for said in log.said)
 
 
+def test_a_gzip_compressed_log_reads_as_the_file_it_holds(tmp_path, run_cli):
+    """A large log kept compressed (train.log.gz, metrics.jsonl.gz) reads as the log it holds, named by the compressed
+    file; one that does not decompress gets its sentence."""
+    import gzip
+
+    rows = [{"step": s, "reward": s / 100, "loss": 0.01, "kl": s / 1000} for s in range(1, 31)]
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "metrics.jsonl.gz").write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in rows).encode()))
+    log = read_source(str(folder))  # the folder's only log, by the name of the file it holds
+    assert log.series["reward"][-1] == (30, 0.3) and log.source == str(folder / "metrics.jsonl.gz")
+    assert any("gzip-compressed" in said for said in log.said), log.said
+    console = tmp_path / "train.log.gz"
+    console.write_bytes(gzip.compress("".join(f"{{'loss': 0.01, 'reward': {s / 100}, 'epoch': {s / 30:.3f}}}\n"
+                                              for s in range(1, 31)).encode()))
+    assert read_source(str(console)).kind == "console"
+    broken = tmp_path / "cut.log.gz"
+    broken.write_bytes(gzip.compress(b"{'loss': 0.01}\n" * 100)[:40])
+    result = run_cli("triage", broken)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert f"{broken}: a gzip file that does not decompress whole" in result.stderr + result.stdout
+
+
 def test_a_console_log_of_an_sft_warm_up_then_grpo_reads_the_grpo_training(tmp_path):
     """An Unsloth-style script prints its SFT warm-up's dicts, then GRPO's, in one log: the GRPO training is read,
     on its own steps, and the report says what was left out."""

@@ -10,7 +10,8 @@
 - a file: a trainer_state.json; TensorBoard event files; a W&B run file (`run-<id>.wandb`); a CSV export
   from a tracker (read_csv.py), W&B's with several runs kept apart; one tag TensorBoard downloaded as CSV, read with
   the same run's other downloads beside it; JSON records, one per line or as a list
-  (read_jsonl.py); a console log of transformers' printed dicts or verl's step lines (read_console.py).
+  (read_jsonl.py); a console log of transformers' printed dicts or verl's step lines (read_console.py); any of these
+  gzip-compressed (compressed.py).
 
 The checkpoint's `training_args.bin` beside the log (or in its newest checkpoint), else ms-swift's `args.json`,
 adds the run's settings (beta, num_generations, loss_type, logging_steps, ...) to what triage knows, read without
@@ -26,6 +27,8 @@ from pathlib import Path
 
 from hypotrack.errors import HypotrackError
 
+from .compressed import SUFFIX as GZIP_SUFFIX
+from .compressed import is_gzip, read_compressed
 from .heldout import heldout_score
 from .keys import canonical_name
 from .read_console import CONSOLE_FORMATS, looks_like_console, read_console
@@ -139,7 +142,7 @@ def _read_folder(folder: Path) -> list[RunLog]:
     downloads = scalar_downloads(folder)
     if downloads:  # a tag a file, as TensorBoard's "Download CSV" writes them: the curves a user kept of the run
         return read_scalar_downloads(downloads)
-    readable = sorted(p.name for p in folder.iterdir() if p.suffix.lower() in LOG_SUFFIXES and p.name != JSON_ARGS_FILE)
+    readable = sorted(p.name for p in folder.iterdir() if _log_suffix(p) in LOG_SUFFIXES and p.name != JSON_ARGS_FILE)
     if len(readable) == 1:
         # A hand-written loop's or Tinker's log folder holds its one metrics file (metrics.jsonl, train.log, a dumped
         # log_history.json): the folder names the run, and its only log is what a user means by it.
@@ -151,6 +154,12 @@ def _read_folder(folder: Path) -> list[RunLog]:
     raise HypotrackError(f"{folder}: no {STATE_FILE} in the folder or in a checkpoint-N/ folder under it, and no "
                          f"TensorBoard event files or W&B run files under it{hint}. TRL writes a {STATE_FILE} with "
                          "every checkpoint (trainer.save_state() writes one at the end); otherwise " + WHAT_TO_PASS)
+
+
+def _log_suffix(path: Path) -> str:
+    """A file's kind by its name, a compressed log's by the name of the file it holds (train.log.gz: .log)."""
+    name = path.name.lower()
+    return Path(name.removesuffix(GZIP_SUFFIX)).suffix if name.endswith(GZIP_SUFFIX) else path.suffix.lower()
 
 
 def mlflow_file_store_runs(folder: Path) -> list[Path]:
@@ -179,6 +188,8 @@ def _read_file(path: Path) -> list[RunLog]:
                              "LFS): fetch it with `git lfs pull` and pass the file it brings")
     if is_event_file(path):
         return read_tensorboard(path)
+    if is_gzip(head):
+        return read_compressed(path, _read_file)
     if path.name == ARGS_FILE:
         raise HypotrackError(f"{path}: a checkpoint's training settings (beta, num_generations, learning rate, ...), "
                              f"not its metrics; triage reads it by itself beside the log: pass the {STATE_FILE} or "
