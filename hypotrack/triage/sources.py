@@ -9,9 +9,9 @@
   (a tag a CSV file, read_scalar_csv.py) (read_state.py, read_tensorboard.py, read_wandb.py);
 - a file: a trainer_state.json; TensorBoard event files; a W&B run file (`run-<id>.wandb`); a CSV export
   from a tracker (read_csv.py), W&B's with several runs kept apart; one tag TensorBoard downloaded as CSV, read with
-  the same run's other downloads beside it; JSON records, one per line or as a list
-  (read_jsonl.py); a console log of transformers' printed dicts or verl's step lines (read_console.py); any of these
-  gzip-compressed (compressed.py).
+  the same run's other downloads beside it; JSON records, one per line or as a list (read_jsonl.py); a console log
+  of transformers' printed dicts or verl's step lines (read_console.py); any of these gzip-compressed
+  (compressed.py).
 
 The checkpoint's `training_args.bin` beside the log (or in its newest checkpoint), else ms-swift's `args.json`,
 adds the run's settings (beta, num_generations, loss_type, logging_steps, ...) to what triage knows, read without

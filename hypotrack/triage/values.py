@@ -28,6 +28,7 @@ def step_key(keys: list[str]) -> str | None:
     return named or next((key for key in keys if LOOP_STEP_KEY.match(key.strip())), None)
 
 
+# A step written as a count out of a total, "10/500" (step_number).
 STEP_OUT_OF_TOTAL = re.compile(r"^\s*(\d+)\s*/\s*\d+\s*$")
 # A number written as an object's text: `tensor(0.4500)`, `tensor(0.45, device='cuda:0')`, `np.float64(0.3)`.
 WRAPPED_NUMBER = re.compile(r"^\s*(tensor|(np|numpy|torch)\.\w+)\(\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*[,)]")
