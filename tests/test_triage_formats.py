@@ -440,6 +440,43 @@ def test_a_gzip_compressed_log_reads_as_the_file_it_holds(tmp_path, run_cli):
     assert f"{broken}: a gzip file that does not decompress whole" in result.stderr + result.stdout
 
 
+def _progress_table(steps: range) -> str:
+    """The table transformers' NotebookProgressCallback draws, with every metric as Unsloth shows them."""
+    names = ["Step", "Training Loss", "reward", "reward_std", "completions / mean_length", "kl",
+             "rewards / correctness_reward_func / mean", "sampling / sampling_logp_difference / mean"]
+    head = "".join(f"      <th>{name}</th>\n" for name in names)
+    rows = "".join("    <tr>\n" + "".join(f"      <td>{cell}</td>\n" for cell in (
+        s, "0.000100", f"{s / 100:.6f}", "0.400000", "300.000000", f"{s / 1000:.6f}", f"{s / 200:.6f}", "No Log"))
+        + "    </tr>\n" for s in steps)
+    return ("<div>\n  <progress value='30' max='30'></progress>\n  [30/30 1:00:00, Epoch 0/1]\n</div>\n"
+            '<table border="1" class="dataframe">\n  <thead>\n <tr style="text-align: left;">\n' + head
+            + "    </tr>\n  </thead>\n  <tbody>\n" + rows + "  </tbody>\n</table><p>")
+
+
+def test_a_notebooks_saved_outputs_and_the_trainers_progress_table(tmp_path, run_cli):
+    """A Colab run of Unsloth's GRPO committed with its outputs: the progress table the Trainer drew (the metrics with
+    " / " for "/", "No Log" where a metric was not logged) is the run's log, in the .ipynb and in its Markdown export;
+    a notebook saved without outputs says so."""
+    cells = [{"cell_type": "code", "source": ["trainer.train()"], "outputs": [
+        {"output_type": "stream", "name": "stdout", "text": ["==((====))==  Unsloth - 2x faster free finetuning\n"]},
+        {"output_type": "display_data", "data": {"text/html": _progress_table(range(1, 31)).splitlines(True),
+                                                  "text/plain": ["<IPython.core.display.HTML object>"]}}]}]
+    notebook = tmp_path / "grpo.ipynb"
+    notebook.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    named = canonical(read_source(str(notebook))).log.series
+    assert named["reward"][2] == (3, 0.03) and named["rewards/correctness_reward_func/mean"][-1] == (30, 0.15)
+    assert named["loss"][0] == (1, 0.0001) and named["completions/mean_length"][0] == (1, 300.0)
+    assert "sampling/sampling_logp_difference/mean" not in named  # "No Log" at every step
+    exported = tmp_path / "grpo.md"
+    exported.write_text("# GRPO\n\n```python\ntrainer.train()\n```\n\n" + _progress_table(range(1, 31)))
+    assert read_source(str(exported)).series["reward"][-1] == (30, 0.3)
+    empty = tmp_path / "empty.ipynb"
+    empty.write_text(json.dumps({"cells": [{"cell_type": "code", "source": [], "outputs": []}], "nbformat": 4}))
+    result = run_cli("triage", empty)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "a notebook saved without its cells' outputs" in result.stderr + result.stdout
+
+
 def test_a_console_log_of_an_sft_warm_up_then_grpo_reads_the_grpo_training(tmp_path):
     """An Unsloth-style script prints its SFT warm-up's dicts, then GRPO's, in one log: the GRPO training is read,
     on its own steps, and the report says what was left out."""

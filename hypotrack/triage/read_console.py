@@ -40,6 +40,7 @@ from pathlib import Path
 from hypotrack.errors import HypotrackError
 
 from .keys import EVAL_PREFIXES, canonical_name, evaluation_body, hand_written, loop_key
+from .read_html_table import has_progress_table, read_progress_table
 from .runlog import HAND_WRITTEN, STEPS_ASSUMED, RunLog
 from .values import STEP_KEYS, decode_text, non_empty, number, step_key, step_number
 
@@ -99,14 +100,14 @@ TABLE_STEP_NAMES = frozenset(name.lower() for name in STEP_KEYS) | {"iter", "it"
 NOT_A_STEP = (*EVAL_PREFIXES, "train_runtime")
 # What this module reads, for the messages that say a file holds none of it.
 CONSOLE_FORMATS = ("the {'loss': ..., 'reward': ...} dicts transformers' Trainer prints, verl's 'step:N - key:value' "
-                   "lines, a table headed 'Step | Reward | ...', a loop's 'step 12 | loss=... | reward=...' or "
+                   "lines, the progress table it draws in a notebook, a table headed 'Step | Reward | ...', a loop's 'step 12 | loss=... | reward=...' or "
                    "'step 12, Reward: ..., KL: ...' lines, or its 'loss: ..., reward: ...' lines repeated every step")
 STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy")
 
 
 def looks_like_console(text: str) -> bool:
     lines = text.splitlines()
-    return bool(PRINTED_DICT.search(text) or VERL_STEP.search(text)
+    return bool(PRINTED_DICT.search(text) or VERL_STEP.search(text) or has_progress_table(text)
                 or any(_loop_line(line) for line in lines)
                 or any(_table_header(_table_cells(line)) is not None for line in lines
                        if any(bar in line for bar in TABLE_BARS))
@@ -120,9 +121,17 @@ def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
         raise HypotrackError(f"{path}: cannot read ({exc.strerror})") from None
     except UnicodeDecodeError:
         text = path.read_bytes().decode("utf-8", errors="replace")
-    log = RunLog(source=str(path), kind="console")
+    return console_log(text, str(path), logging_steps)
+
+
+def console_log(text: str, source: str, logging_steps: int | None = None,
+                nothing: str = "a text file with no logged training step in it") -> RunLog:
+    """The run a console's text logged; ``nothing`` says what the text is where it holds no step."""
+    log = RunLog(source=source, kind="console")
     if not _read_verl(text, log):
         _read_trainer_dicts(text, log, logging_steps)
+    if not log.series and not log.nonfinite:
+        read_progress_table(text, log)
     if not log.series and not log.nonfinite:
         _read_tables(text, log)
         if log.series or log.nonfinite:
@@ -140,7 +149,7 @@ def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
         if log.series or log.nonfinite:
             _hand_written_log(log, "lines without a step")
     if not log.series and not log.nonfinite:
-        raise HypotrackError(f"{path}: a text file with no logged training step in it (none of {CONSOLE_FORMATS}); "
+        raise HypotrackError(f"{source}: {nothing} (none of {CONSOLE_FORMATS}); "
                              "pass the run's trainer_state.json, its TensorBoard folder or a tracker's CSV export "
                              "instead")
     return non_empty(log.sort())

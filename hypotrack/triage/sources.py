@@ -10,8 +10,8 @@
 - a file: a trainer_state.json; TensorBoard event files; a W&B run file (`run-<id>.wandb`); a CSV export
   from a tracker (read_csv.py), W&B's with several runs kept apart; one tag TensorBoard downloaded as CSV, read with
   the same run's other downloads beside it; JSON records, one per line or as a list (read_jsonl.py); a console log
-  of transformers' printed dicts or verl's step lines (read_console.py); any of these gzip-compressed
-  (compressed.py).
+  of transformers' printed dicts or verl's step lines (read_console.py); a Jupyter notebook's saved outputs, the
+  Trainer's progress table among them (read_notebook.py); any of these gzip-compressed (compressed.py).
 
 The checkpoint's `training_args.bin` beside the log (or in its newest checkpoint), else ms-swift's `args.json`,
 adds the run's settings (beta, num_generations, loss_type, logging_steps, ...) to what triage knows, read without
@@ -34,6 +34,7 @@ from .keys import canonical_name
 from .read_console import CONSOLE_FORMATS, looks_like_console, read_console
 from .read_csv import read_csv
 from .read_jsonl import read_records
+from .read_notebook import NOTEBOOK, read_notebook
 from .read_scalar_csv import downloads_of_its_run, is_scalar_download, read_scalar_downloads, scalar_downloads
 from .read_state import STATE_FILE, is_trainer_state, load_json, read_trainer_state
 from .read_tensorboard import event_files, is_event_file, read_tensorboard
@@ -51,7 +52,7 @@ NOT_METRICS = {
     ".safetensors": "a checkpoint's weights", ".pt": "a PyTorch checkpoint", ".pth": "a PyTorch checkpoint",
     ".ckpt": "a checkpoint", ".png": "an image", ".jpg": "an image", ".svg": "an image", ".pdf": "a PDF",
     ".yaml": "a configuration file", ".yml": "a configuration file", ".toml": "a configuration file",
-    ".py": "a Python script", ".ipynb": "a notebook", ".parquet": "a Parquet table", ".md": "a Markdown text",
+    ".py": "a Python script", ".parquet": "a Parquet table", ".md": "a Markdown text",
 }
 # What a clone without Git LFS holds in place of a file the repository keeps in LFS.
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"
@@ -198,6 +199,8 @@ def _read_file(path: Path) -> list[RunLog]:
         return read_scalar_downloads(downloads_of_its_run(path))
     if suffix in (".csv", ".tsv"):
         return read_csv(path)
+    if suffix == NOTEBOOK:
+        return [read_notebook(path)]
     if is_wandb_file(path, head):
         return read_wandb(path)
     pasted_log = suffix in PASTED_LOGS and looks_like_console(path.read_bytes().decode("utf-8", errors="replace"))
