@@ -113,6 +113,9 @@ TRAIN_PREFIX = "train/"
 # verl splits its validation metrics into val-core/ (the data sources' main score) and val-aux/ (the rest).
 EVAL_PREFIXES = ("eval/", "eval_", "test/", "test_", "val/", "val_", "validation/", "validation_", "val-core/",
                  "val-aux/")
+# The key only transformers' end-of-training summary holds (with train_loss, ... at the last step): a record or
+# printed dict holding it is that summary, not a step.
+END_OF_TRAINING = "train_runtime"
 SUMMARY_KEYS = frozenset({"train_loss", "train_runtime", "train_samples_per_second", "train_steps_per_second",
                           "total_flos", "epoch", "step", "global_step", "training/global_step", "training/epoch",
                           "trainer/global_step", "_step", "_runtime", "_timestamp"})

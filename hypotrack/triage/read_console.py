@@ -39,7 +39,7 @@ from pathlib import Path
 
 from hypotrack.errors import HypotrackError
 
-from .keys import EVAL_PREFIXES, canonical_name, evaluation_body, hand_written, loop_key
+from .keys import END_OF_TRAINING, EVAL_PREFIXES, canonical_name, evaluation_body, hand_written, loop_key
 from .read_html_table import has_progress_table, read_progress_table
 from .runlog import HAND_WRITTEN, STEPS_ASSUMED, RunLog
 from .values import STEP_KEYS, decode_text, non_empty, number, step_key, step_number
@@ -97,11 +97,12 @@ TABLE_CELLS = re.compile(rf"\s*[{TABLE_BARS}]\s*")
 TABLE_STEP_NAMES = frozenset(name.lower() for name in STEP_KEYS) | {"iter", "it"}
 # Dicts that are not a training step: evaluation passes and the end-of-training summary; a printed config
 # or generation settings dict holds none of the keys every trainer's step log has.
-NOT_A_STEP = (*EVAL_PREFIXES, "train_runtime")
+NOT_A_STEP = (*EVAL_PREFIXES, END_OF_TRAINING)
 # What this module reads, for the messages that say a file holds none of it.
 CONSOLE_FORMATS = ("the {'loss': ..., 'reward': ...} dicts transformers' Trainer prints, verl's 'step:N - key:value' "
-                   "lines, the progress table it draws in a notebook, a table headed 'Step | Reward | ...', a loop's 'step 12 | loss=... | reward=...' or "
-                   "'step 12, Reward: ..., KL: ...' lines, or its 'loss: ..., reward: ...' lines repeated every step")
+                   "lines, the progress table it draws in a notebook, a table headed 'Step | Reward | ...', a loop's "
+                   "'step 12 | loss=... | reward=...' or 'step 12, Reward: ..., KL: ...' lines, or its 'loss: ..., "
+                   "reward: ...' lines repeated every step")
 STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy")
 
 
@@ -464,7 +465,7 @@ def _is_grpo(values: dict) -> bool:
 
 
 def _is_evaluation(values: dict) -> bool:
-    return any(key.startswith(EVAL_PREFIXES) for key in values) and "train_runtime" not in values
+    return any(key.startswith(EVAL_PREFIXES) for key in values) and END_OF_TRAINING not in values
 
 
 def _is_step(values: dict) -> bool:

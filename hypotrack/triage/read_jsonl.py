@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hypotrack.errors import HypotrackError
 
+from .keys import END_OF_TRAINING
 from .runlog import RunLog
 from .values import STEP_KEYS, decode_text, non_empty, number, refuse_wrapped, step_key, step_number
 
@@ -62,8 +63,6 @@ PASS_KEYS = ("type", "split", "mode", "phase", "stage")
 EVALUATION_PASSES = frozenset({"eval", "evaluation", "test", "val", "valid", "validation"})
 
 
-# The key only transformers' end-of-training summary holds (train_runtime, train_loss, ... at the last step).
-END_OF_TRAINING = "train_runtime"
 # Keys a logger wraps a step's metrics in (verl's FileLogger: "data"; a loop's "metrics" beside its "config").
 ENVELOPES = ("data", "metrics", "scalars")
 # Objects a loop writes into every record that hold its settings, not the step's metrics.

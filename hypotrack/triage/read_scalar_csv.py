@@ -87,4 +87,4 @@ def tag_key(tag: str) -> str:
         body = f"rewards/{reward['function']}/{reward['statistic']}"
     elif not split:
         return tag
-    return SPLITS.get(split.lower(), "") + body
+    return SPLITS.get(split, "") + body

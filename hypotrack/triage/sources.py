@@ -27,8 +27,7 @@ from pathlib import Path
 
 from hypotrack.errors import HypotrackError
 
-from .compressed import SUFFIX as GZIP_SUFFIX
-from .compressed import is_gzip, read_compressed
+from .compressed import inner_name, is_gzip, read_compressed
 from .heldout import heldout_score
 from .keys import canonical_name
 from .read_console import CONSOLE_FORMATS, looks_like_console, read_console
@@ -159,8 +158,7 @@ def _read_folder(folder: Path) -> list[RunLog]:
 
 def _log_suffix(path: Path) -> str:
     """A file's kind by its name, a compressed log's by the name of the file it holds (train.log.gz: .log)."""
-    name = path.name.lower()
-    return Path(name.removesuffix(GZIP_SUFFIX)).suffix if name.endswith(GZIP_SUFFIX) else path.suffix.lower()
+    return Path(inner_name(path)).suffix.lower()
 
 
 def mlflow_file_store_runs(folder: Path) -> list[Path]:
