@@ -45,7 +45,9 @@ def test_compare_runs_reports_first_difference():
 
 
 @pytest.mark.slow
-def test_two_runs_identical_and_perturbed_run_located(tmp_path):
+def test_two_runs_identical_and_perturbed_run_located(tmp_path, monkeypatch):
+    import tempfile
+
     import torch
 
     from hypotrack.parity.common import build_tiny_model
@@ -53,6 +55,9 @@ def test_two_runs_identical_and_perturbed_run_located(tmp_path):
 
     torch.set_num_threads(1)
     path = build_tiny_model(tmp_path / "m", seed=2)
+    scratch = tmp_path / "temp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     before = torch.are_deterministic_algorithms_enabled()
     res = run_determinism(default_train_fn(path, steps=3), seed=0)
     assert res.identical, res
@@ -63,6 +68,8 @@ def test_two_runs_identical_and_perturbed_run_located(tmp_path):
     assert not res2.identical and not res2.weights_identical
     assert res2.first_diff_step == 3  # the perturbation after step 2 shows in step 3's metrics
     assert res2.metrics()["parity/determinism/identical"] == 0.0
+    # The Trainer's output folders went with their runs (importing wandb, where installed, leaves its own).
+    assert not list(scratch.glob("hypotrack-det-*"))
 
 
 def test_run_probe_writes_artifacts(tmp_path):

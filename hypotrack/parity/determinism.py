@@ -123,8 +123,17 @@ def default_train_fn(model_path: str, steps: int = 5, loss_type: str = "dapo", b
     """
 
     def train_fn(seed: int):
+        import contextlib
         import tempfile
 
+        # Nothing is saved (save_strategy "no"), but the Trainer still makes its output folder: a scratch one goes
+        # with the run, so a determinism check leaves nothing behind in the temp folder.
+        scratch = (contextlib.nullcontext(output_dir) if output_dir
+                   else tempfile.TemporaryDirectory(prefix="hypotrack-det-"))
+        with scratch as run_dir:
+            return _train(seed, run_dir)
+
+    def _train(seed: int, run_dir: str):
         import torch
         from transformers import TrainerCallback
         from transformers.trainer_callback import PrinterCallback, ProgressCallback
@@ -133,7 +142,7 @@ def default_train_fn(model_path: str, steps: int = 5, loss_type: str = "dapo", b
         tok = load_tokenizer(model_path)
         ds, reward_funcs = _train_dataset(model_path, 16, seed)
         args = GRPOConfig(
-            output_dir=output_dir or tempfile.mkdtemp(prefix="hypotrack-det-"), use_cpu=True, report_to="none",
+            output_dir=run_dir, use_cpu=True, report_to="none",
             seed=seed, data_seed=seed, max_steps=steps, logging_steps=1, save_strategy="no",
             per_device_train_batch_size=num_generations, num_generations=num_generations,
             max_completion_length=max_completion_length, learning_rate=learning_rate, loss_type=loss_type,
