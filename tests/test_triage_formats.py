@@ -668,6 +668,18 @@ def test_a_console_log_that_starts_like_json_is_still_a_console_log(tmp_path):
     assert "train_runtime" not in log.series  # the end-of-training summary is no step
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "latin-1"])
+def test_a_console_log_in_another_encoding_is_read_as_the_same_log(tmp_path, encoding):
+    """PowerShell's `python train.py > train.log` writes UTF-16 with a byte-order mark and CRLF line ends; a log
+    with one Latin-1 byte (a German locale's message) is no UTF-8. Both are read for the dicts they hold."""
+    dicts = "".join(f"{{'loss': 0.01, 'grad_norm': 0.5, 'learning_rate': 1e-06, 'reward': {0.05 * s:.2f}, "
+                    f"'kl': 0.001, 'epoch': {s / 100}}}\r\n" for s in range(1, 9))
+    path = tmp_path / "train.log"
+    path.write_bytes(("Trainingsl\u00e4ufe: 1\r\n" + dicts).encode(encoding))
+    log = read_source(str(path))
+    assert log.kind == "console" and log.series["reward"][2] == (3, 0.15) and len(log.series["reward"]) == 8
+
+
 # --------------------------------------------------------------------------- what triage cannot read, said in one sentence
 
 

@@ -42,7 +42,7 @@ from hypotrack.errors import HypotrackError
 from .keys import END_OF_TRAINING, EVAL_PREFIXES, canonical_name, evaluation_body, hand_written, loop_key
 from .read_html_table import has_progress_table, read_progress_table
 from .runlog import HAND_WRITTEN, STEPS_ASSUMED, RunLog
-from .values import STEP_KEYS, decode_text, non_empty, number, step_key, step_number
+from .values import STEP_KEYS, log_text, non_empty, number, step_key, step_number
 
 # A tqdm bar's position: "  5/100 [00:10<03:10, ...]".
 BAR = re.compile(r"(\d+)/(\d+) \[")
@@ -117,11 +117,9 @@ def looks_like_console(text: str) -> bool:
 
 def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
     try:
-        text = decode_text(path.read_bytes())
+        text = log_text(path.read_bytes())
     except OSError as exc:
         raise HypotrackError(f"{path}: cannot read ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        text = path.read_bytes().decode("utf-8", errors="replace")
     return console_log(text, str(path), logging_steps)
 
 

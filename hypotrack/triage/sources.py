@@ -30,7 +30,7 @@ from hypotrack.errors import HypotrackError
 from .compressed import inner_name, is_gzip, read_compressed
 from .heldout import heldout_score
 from .keys import canonical_name
-from .read_console import CONSOLE_FORMATS, looks_like_console, read_console
+from .read_console import CONSOLE_FORMATS, console_log, looks_like_console
 from .read_csv import read_csv
 from .read_jsonl import read_records
 from .read_notebook import NOTEBOOK, read_notebook
@@ -40,7 +40,7 @@ from .read_tensorboard import event_files, is_event_file, read_tensorboard
 from .read_wandb import is_wandb_file, read_wandb, wandb_console_logs, wandb_files
 from .runlog import STEPS_ASSUMED, RunLog
 from .training_args import ARGS_FILE, JSON_ARGS_FILE, settings
-from .values import non_empty
+from .values import log_text, non_empty
 
 # Keys only transformers' trainer_state.json has.
 STATE_MARKS = {"global_step", "best_model_checkpoint", "is_world_process_zero", "log_history"}
@@ -201,7 +201,7 @@ def _read_file(path: Path) -> list[RunLog]:
         return [read_notebook(path)]
     if is_wandb_file(path, head):
         return read_wandb(path)
-    pasted_log = suffix in PASTED_LOGS and looks_like_console(path.read_bytes().decode("utf-8", errors="replace"))
+    pasted_log = suffix in PASTED_LOGS and looks_like_console(log_text(path.read_bytes()))
     if (suffix in NOT_METRICS and not pasted_log) or _binary(head):
         what = NOT_METRICS.get(suffix, "a binary file")
         raise HypotrackError(f"{path}: {what}, not a log of the run's metrics; {WHAT_TO_PASS}")
@@ -220,11 +220,12 @@ def _read_file(path: Path) -> list[RunLog]:
             return [_one_record_file(path, content)]
         if suffix == ".json" and content is None:
             return [read_records(path)]
-    text = head.decode("utf-8", errors="replace")
+    text = log_text(head)
     if suffix == ".jsonl" or _first_line_is_object(text):
         return [read_records(path)]
-    if looks_like_console(path.read_bytes().decode("utf-8", errors="replace")):
-        return [read_console(path, _logging_steps(path.parent / ARGS_FILE))]
+    whole = log_text(path.read_bytes())  # UTF-16 too: what `python train.py > train.log` writes in PowerShell
+    if looks_like_console(whole):
+        return [console_log(whole, str(path), _logging_steps(path.parent / ARGS_FILE))]
     if _has_step_header(text):
         return read_csv(path)
     raise HypotrackError(f"{path}: not a source triage reads: a text file with none of the metrics triage reads (no "

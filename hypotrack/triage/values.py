@@ -75,3 +75,12 @@ def decode_text(data: bytes) -> str:
     if len(data) >= 4 and data[1] == 0 and data[3] == 0:  # UTF-16 without its mark: ASCII headers, every 2nd byte 0
         return data.decode("utf-16-le")
     return data.decode("utf-8-sig")
+
+
+def log_text(data: bytes) -> str:
+    """A log's text as decode_text reads it; bytes no encoding reads (a log cut mid-character, a stray Latin-1 byte)
+    as replacement characters, so one bad byte never hides the rest of the log."""
+    try:
+        return decode_text(data)
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace")
