@@ -528,6 +528,28 @@ def test_a_loops_name_colon_value_lines(tmp_path, line):
     assert canonical_name("actor_loss") == "loss" and canonical_name("clip_frac") == "clip_ratio/region_mean"
 
 
+@pytest.mark.parametrize("line, steps", [
+    ("Step {s} - Mean Reward {reward:.4f} - Mean Length 120 - Mean Loss {loss:.4f}", "own"),
+    ("Iteration {s} | average reward {reward:.3f} | kl 0.0010", "own"),
+    ("Step {s}: avg reward {reward:.3f}, avg length 201.0", "own"),
+    ("  epoch {s:3d}  mean reward {reward:+.3f}  lr 0.0010", "in order"),
+])
+def test_a_loops_name_value_lines_without_a_sign_between(tmp_path, line, steps):
+    """A loop that prints `Name value` with only spaces between them, its pairs set apart by " - ", "|", "," or a
+    wide gap: the names are read as keys (`average reward` is the reward, `Mean Length` the completions' length),
+    the step where the line names one, else the lines in order."""
+    path = tmp_path / "train.log"
+    path.write_text("Loading 3 shards\n" + "".join(line.format(s=s, loss=-s / 100, reward=s / 50) + "\n"
+                                                 for s in range(3, 13)))
+    log = canonical(read_source(str(path))).log
+    reward = log.series["reward"]
+    assert len(reward) == 10 and reward[2][1] == pytest.approx(0.1)
+    assert [step for step, _ in reward] == (list(range(3, 13)) if steps == "own" else list(range(1, 11)))
+    assert (STEPS_ASSUMED in log.params) == (steps == "in order")
+    if "Length" in line or "length" in line:
+        assert "completions/mean_length" in log.series
+
+
 def test_a_loops_step_blocks_are_read_one_quantity_a_line(tmp_path):
     """A loop that prints a step as a block of lines: the line that opens it ("Step 3: sampled", "=== ROLLOUT
     DETAILS (Step 3) ==="), then one quantity a line, echoed with a logger's prefix. A name printed more than once

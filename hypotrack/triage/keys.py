@@ -90,14 +90,14 @@ HAND_WRITTEN_QUANTITIES = {
     "accuracy": "rewards/accuracy/mean", "acc": "rewards/accuracy/mean", "correct": "rewards/correct/mean",
     "correctness": "rewards/correctness/mean",
     "kl_ref": "kl", "kl_divergence": "kl",  # the KL to the reference, as MiniMind-style and other loops name it
-    "response_len": "completions/mean_length", "len": "completions/mean_length",
+    "response_len": "completions/mean_length", "len": "completions/mean_length", "length": "completions/mean_length",
     "completion_length": "completions/mean_length",
     "grp_std": "reward_std", "group_std": "reward_std",  # the reward's spread within a group (TRL's reward_std)
     "rewards_std": "reward_std", "gradient_norm": "grad_norm",
     "adv_std": ADVANTAGE_STD, "advantage_std": ADVANTAGE_STD, "advantages_std": ADVANTAGE_STD,
 }
 HAND_WRITTEN_WRAPPERS = (("train_", ""), ("rollout_", ""), ("grpo_", ""), ("rl_", ""), ("actor_", ""), ("policy_", ""),
-                         ("avg_", ""), ("mean_", ""), ("", "_avg"), ("", "_mean"))
+                         ("avg_", ""), ("average_", ""), ("mean_", ""), ("", "_avg"), ("", "_mean"))
 PLURALS = {"rewards": "reward", "accuracies": "accuracy"}
 # Keys whose quantity TRL logs in another form: the key -> (TRL's name, the conversion). Tinker logs the share of
 # groups whose completions scored differently (frac_mixed); TRL the share whose rewards all tied.

@@ -63,9 +63,9 @@ NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)"
 VERL_STEP = re.compile(r"\bstep:(\d+) - (.*)$")
 # verl under numpy 2 prints a numpy scalar as its repr: `val-core/gsm8k/reward/mean@1:np.float64(0.41)`.
 VERL_PAIR = re.compile(rf"([^\s:]+):\s*(?:np\.\w+\()?({NUMBER})\)?(?=\s|$)")
-# A hand-written loop's progress line: its step ("12/100", "step 12", "step=12") and key=value pairs, among them a
+# A hand-written loop's progress line: its step ("12/100", "step 12", "step=12", "Iteration 12") and key=value pairs, among them a
 # metric every trainer logs: "[run]  12/100 | loss=0.0123 | reward=0.250".
-LOOP_STEP = re.compile(r"\bstep\s*[=:]?\s*(\d+)\b", re.IGNORECASE)
+LOOP_STEP = re.compile(r"\b(?:step|iteration|iter)\s*[=:]?\s*(\d+)\b", re.IGNORECASE)
 LOOP_COUNT = re.compile(r"(?<![\w./])(\d+)/(\d+)(?![\w./])")
 LOOP_LIST = rf"\[\s*(?:['\"]?{NUMBER}['\"]?\s*,\s*)*['\"]?{NUMBER}['\"]?\s*\]"
 LOOP_VALUE = rf"({LOOP_LIST}|{NUMBER}(?:/\d+)?)(?![\w.])"
@@ -74,6 +74,11 @@ LOOP_PAIR = re.compile(rf"(?<![\w/.])([A-Za-z_][\w/.]*)\s*=\s*{LOOP_VALUE}")
 # space after the last value): "Adv Std: 0.93", "Step 5: loss: 0.1 reward: 0.5".
 LOOP_COLON_PAIR = re.compile(rf"(?:^|[,|;:]|\s[-–]\s|\s{{2}}|(?<=[\d\]])\s)\s*"
                              rf"([A-Za-z_][\w/.]*(?: [A-Za-z_][\w/.]*){{0,3}})\s*:\s*{LOOP_VALUE}")
+# `Name value` with nothing between them, set apart as above ("Step 5 - Mean Reward 0.51 - Mean Length 120",
+# "epoch 3  mean reward +0.123  lr 0.0010"): read only on a line with no "=" or ":" pairs, where prose would be.
+LOOP_SPACED_PAIR = re.compile(rf"(?:^|[,|;:]|\s[-–]\s|\s{{2}}|(?<=[\d\]])\s)\s*"
+                              rf"([A-Za-z_][\w/.]*(?: [A-Za-z_][\w/.]*){{0,3}}) {LOOP_VALUE}"
+                              r"(?=\s*[,|;]|\s+[-–]\s|\s{2}|\s*$)")
 # Lines of a loop's pairs without a step are read as its steps where the same names recur at least this often.
 STEPLESS_MIN = 6
 # `name: {'k': v, ...}`, a dict a loop prints as one of its values; where it holds a count, its "total_" sums are means.
@@ -242,6 +247,8 @@ def _loop_pairs(line: str) -> tuple[int, list[tuple[str, list[float]]]] | None:
     found = [(match.start(), match.group(1), match.group(2)) for match in LOOP_PAIR.finditer(line)]
     found += [(match.start(1), loop_key(match.group(1)), match.group(2))
               for match in LOOP_COLON_PAIR.finditer(line)]
+    found = found or [(match.start(1), loop_key(match.group(1)), match.group(2))
+                      for match in LOOP_SPACED_PAIR.finditer(line)]
     if not found:
         return None
     pairs = [(key, _loop_value(value)) for _, key, value in sorted(found)]
