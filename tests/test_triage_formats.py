@@ -180,6 +180,31 @@ def test_a_wandb_export_of_two_runs_is_two_runs(tmp_path, run_cli):
     assert missing.returncode != 0 and "Traceback" not in missing.stderr and "holds no run of that name" in missing.stderr
 
 
+def _trainer_state(rewards: list[float]) -> str:
+    return json.dumps({"global_step": len(rewards), "log_history": [
+        {"step": s, "loss": 0.01, "grad_norm": 0.3, "learning_rate": 1e-6, "reward": r, "reward_std": 0.4, "kl": 0.001}
+        for s, r in enumerate(rewards, start=1)]})
+
+
+def test_a_sweeps_outputs_folder_is_one_run_an_output_dir(tmp_path, run_cli):
+    """`outputs/<run>/checkpoint-N/trainer_state.json`, as a sweep of TRL runs leaves them: one report per run
+    folder, from its newest checkpoint (an earlier one holds fewer steps), named by the folder."""
+    outputs = tmp_path / "outputs"
+    for run, rewards in {"grpo-lr1e-6": [0.5] * 12, "grpo-lr1e-5": [0.1 * s for s in range(1, 13)]}.items():
+        for checkpoint in (6, 12):
+            folder = outputs / run / f"checkpoint-{checkpoint}"
+            folder.mkdir(parents=True)
+            (folder / "trainer_state.json").write_text(_trainer_state(rewards[:checkpoint]))
+    logs = read_runs(str(outputs))
+    assert [log.run for log in logs] == ["grpo-lr1e-5", "grpo-lr1e-6"]
+    assert all(len(log.series["reward"]) == 12 for log in logs)
+    both = run_cli("triage", outputs, "--json")
+    assert both.returncode == 0, both.stderr
+    assert [(r["run"], r["progress"]["state"]) for r in json.loads(both.stdout)["runs"]] == [
+        ("grpo-lr1e-5", "learning"), ("grpo-lr1e-6", "flat")]
+    assert len(read_runs(str(outputs / "grpo-lr1e-6"))) == 1  # the run's own folder is the one run
+
+
 def test_a_text_run_column_is_two_runs_not_a_resumed_one(tmp_path):
     path = tmp_path / "metrics.csv"
     lines = ["step,config,reward,kl"] + [f"{s},{name},{0.1 * s},{0.001 * s}" for name in ("baseline", "dense") for s in

@@ -45,6 +45,7 @@ from .values import log_text, non_empty
 # Keys only transformers' trainer_state.json has.
 STATE_MARKS = {"global_step", "best_model_checkpoint", "is_world_process_zero", "log_history"}
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+CHECKPOINT = re.compile(r"checkpoint-(\d+)$")  # the folder the Trainer saves a checkpoint in, under its output_dir
 # Files a run leaves that hold no metrics: what each is, for the one sentence that says so.
 NOT_METRICS = {
     ".bin": "a checkpoint's weights or training settings (training_args.bin)",
@@ -117,6 +118,12 @@ def _read_folder(folder: Path) -> list[RunLog]:
     state = state_file(folder)
     if state is not None:
         return [read_trainer_state(state)]
+    runs = run_folders(folder)
+    if runs:  # a sweep's outputs/ folder: an output_dir a run, each with its checkpoints
+        logs = [read_trainer_state(state_file(run)) for run in runs]
+        for log, run in zip(logs, runs):
+            log.run = run.relative_to(folder).as_posix() if len(runs) > 1 else log.run
+        return logs
     if event_files(folder):
         return read_tensorboard(folder)
     if wandb_files(folder):
@@ -168,12 +175,20 @@ def mlflow_file_store_runs(folder: Path) -> list[Path]:
     return sorted(run for run in runs if RUN_ID.match(run.name))
 
 
+def run_folders(folder: Path) -> list[Path]:
+    """The folders under ``folder`` that each hold a run's trainer_state.json, in them or in a checkpoint-N/ folder
+    (TRL's output_dir), as a sweep leaves them side by side; a checkpoint is its run folder's, not a run."""
+    found = {path.parent.parent if CHECKPOINT.match(path.parent.name) else path.parent
+             for path in folder.rglob(STATE_FILE) if path.is_file()}
+    return sorted(found)
+
+
 def state_file(folder: Path) -> Path | None:
     direct = folder / STATE_FILE
     if direct.is_file():
         return direct
     checkpoints = [(int(m.group(1)), p) for p in folder.glob(f"checkpoint-*/{STATE_FILE}")
-                   if (m := re.match(r"checkpoint-(\d+)$", p.parent.name))]
+                   if (m := CHECKPOINT.match(p.parent.name))]
     if checkpoints:
         return max(checkpoints)[1]  # the newest checkpoint's log holds every earlier step too
     return None
