@@ -737,6 +737,7 @@ def test_a_console_log_in_another_encoding_is_read_as_the_same_log(tmp_path, enc
     ("notes.txt", b"the run looked fine to me\n", "a text file with none of the metrics"),
     ("run-0a1b2c3d.wandb", b":W&B\xe1\xbe\x00" + b"\x00" * 64, "a W&B run file with no logged metrics"),
     ("run-cut.wandb", b"\x00\x01binary", "not a W&B run file"),
+    ("run-q94rd60i.swanlab", b":SWL\xd6\xe1\x02o\xcfq\xacH\x00\x01", "a SwanLab run file"),
     ("metrics.csv", b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 84950\n", "a Git LFS pointer"),
 ])
 def test_a_file_triage_cannot_read_gets_one_sentence(tmp_path, run_cli, name, content, says):
@@ -746,3 +747,14 @@ def test_a_file_triage_cannot_read_gets_one_sentence(tmp_path, run_cli, name, co
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert says in result.stderr and name in result.stderr, result.stderr
     assert "pass" in result.stderr  # what to pass instead
+
+
+def test_a_swanlab_log_folder_is_named_for_what_it_holds(tmp_path, run_cli):
+    """SwanLab's swanlog/ folder keeps each run in its own binary record: triage says so, and what to pass instead."""
+    run = tmp_path / "swanlog" / "run-20261127_202133-q94rd60i"
+    run.mkdir(parents=True)
+    (run / "run-q94rd60i.swanlab").write_bytes(b":SWL\xd6\xe1\x02o\xcfq\xacH\x00\x01")
+    result = run_cli("triage", tmp_path / "swanlog")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "SwanLab run files, such as run-20261127_202133-q94rd60i/run-q94rd60i.swanlab" in result.stderr
+    assert "pass the run's trainer_state.json" in result.stderr

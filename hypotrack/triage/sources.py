@@ -54,6 +54,9 @@ NOT_METRICS = {
     ".yaml": "a configuration file", ".yml": "a configuration file", ".toml": "a configuration file",
     ".py": "a Python script", ".parquet": "a Parquet table", ".md": "a Markdown text",
 }
+# SwanLab (report_to="swanlab") keeps a run's metrics in a binary record of its own, whose schema changes with its
+# releases (swanlog/run-<time>-<id>/run-<id>.swanlab).
+SWANLAB_RUN_FILE = ".swanlab"
 # What a clone without Git LFS holds in place of a file the repository keeps in LFS.
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 # What a folder's one log may be (a loop's metrics file, a dumped log_history, a console capture).
@@ -158,6 +161,10 @@ def _read_folder(folder: Path) -> list[RunLog]:
             log.said.append(f"read {readable[0]}, the only log in {folder}")
         return logs
     hint = f" (it holds {', '.join(readable[:5])}: pass one of them)" if readable else ""
+    swanlab = next(folder.rglob(f"*{SWANLAB_RUN_FILE}"), None)
+    if not hint and swanlab is not None:
+        hint = (f" (it holds SwanLab run files, such as {swanlab.relative_to(folder)}, in SwanLab's own binary record, "
+                "which triage does not read)")
     raise HypotrackError(f"{folder}: no {STATE_FILE} in the folder or in a checkpoint-N/ folder under it, and no "
                          f"TensorBoard event files or W&B run files under it{hint}. TRL writes a {STATE_FILE} with "
                          "every checkpoint (trainer.save_state() writes one at the end); otherwise " + WHAT_TO_PASS)
@@ -202,6 +209,9 @@ def _read_file(path: Path) -> list[RunLog]:
                              "LFS): fetch it with `git lfs pull` and pass the file it brings")
     if is_event_file(path):
         return read_tensorboard(path)
+    if suffix == SWANLAB_RUN_FILE:
+        raise HypotrackError(f"{path}: a SwanLab run file, in SwanLab's own binary record, which triage does not read; "
+                             + WHAT_TO_PASS)
     if is_gzip(head):
         return read_compressed(path, _read_file)
     if path.name == ARGS_FILE:
