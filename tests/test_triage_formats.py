@@ -554,14 +554,15 @@ def test_a_loops_name_colon_value_lines(tmp_path, line):
 
 
 @pytest.mark.parametrize("line, steps", [
-    ("Step {s} - Mean Reward {reward:.4f} - Mean Length 120 - Mean Loss {loss:.4f}", "own"),
+    ("Step {s} - Mean Reward {reward:.4f} - Mean Response Len 120 - Mean Loss {loss:.4f}", "own"),
     ("Iteration {s} | average reward {reward:.3f} | kl 0.0010", "own"),
-    ("Step {s}: avg reward {reward:.3f}, avg length 201.0", "own"),
+    ("Step {s}: avg reward {reward:.3f}, avg response len 201.0", "own"),
     ("  epoch {s:3d}  mean reward {reward:+.3f}  lr 0.0010", "in order"),
 ])
 def test_a_loops_name_value_lines_without_a_sign_between(tmp_path, line, steps):
     """A loop that prints `Name value` with only spaces between them, its pairs set apart by " - ", "|", "," or a
-    wide gap: the names are read as keys (`average reward` is the reward, `Mean Length` the completions' length),
+    wide gap: the names are read as keys (`average reward` is the reward, `Mean Response Len` the completions'
+    length; a bare `length` is not, as a loop's `rollout batch 3 generated, length: 256` counts its rollouts),
     the step where the line names one, else the lines in order."""
     path = tmp_path / "train.log"
     path.write_text("Loading 3 shards\n" + "".join(line.format(s=s, loss=-s / 100, reward=s / 50) + "\n"
@@ -571,7 +572,7 @@ def test_a_loops_name_value_lines_without_a_sign_between(tmp_path, line, steps):
     assert len(reward) == 10 and reward[2][1] == pytest.approx(0.1)
     assert [step for step, _ in reward] == (list(range(3, 13)) if steps == "own" else list(range(1, 11)))
     assert (STEPS_ASSUMED in log.params) == (steps == "in order")
-    if "Length" in line or "length" in line:
+    if "esponse" in line:
         assert "completions/mean_length" in log.series
 
 

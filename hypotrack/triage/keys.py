@@ -90,7 +90,7 @@ HAND_WRITTEN_QUANTITIES = {
     "accuracy": "rewards/accuracy/mean", "acc": "rewards/accuracy/mean", "correct": "rewards/correct/mean",
     "correctness": "rewards/correctness/mean",
     "kl_ref": "kl", "kl_divergence": "kl",  # the KL to the reference, as MiniMind-style and other loops name it
-    "response_len": "completions/mean_length", "len": "completions/mean_length", "length": "completions/mean_length",
+    "response_len": "completions/mean_length", "len": "completions/mean_length",
     "completion_length": "completions/mean_length",
     "grp_std": "reward_std", "group_std": "reward_std",  # the reward's spread within a group (TRL's reward_std)
     "rewards_std": "reward_std", "gradient_norm": "grad_norm",
