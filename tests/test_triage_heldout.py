@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hypotrack.triage.heldout import heldout_score
+from hypotrack.triage.heldout import HeldOut, heldout_score
 from hypotrack.triage.progress import run_progress
 from hypotrack.triage.runlog import RunLog
 
@@ -56,6 +56,19 @@ def test_a_held_out_score_with_a_trend_decides_and_names_the_training_reward() -
     assert (progress.state, progress.heldout, progress.metric) == ("learning", True, "eval/pass_at_1")
     assert progress.also == "on its training reward reward it is flat (0.3 -> 0.3033 over 12 logged steps)"
     assert "learning on held-out eval/pass_at_1" in progress.sentence() and progress.as_json()["heldout"] is True
+
+
+def test_a_clear_but_small_held_out_change_counts_where_the_training_reward_moves_the_same_way() -> None:
+    """Twelve evaluations rising by about 0.008 each, against a spread of 1.0 between completions (a change counts
+    from 0.1 on its own): clear, yet below that. With the training reward clearly climbing it is a run that learns;
+    with a level training reward, or one that falls, it stays flat."""
+    small_rise = [-0.5 + 0.008 * i + (0.004 if i % 2 else -0.004) for i in range(12)]
+    held = HeldOut("eval/score", series(small_rise, every=10), spread=1.0)
+    for training, state in ((RISING, "learning"), (LEVEL, "flat"), (RISING[::-1], "flat")):
+        progress = run_progress(logged({"reward": series(training), "reward_std": series([0.3] * 12)}), heldout=held)
+        assert (progress.state, progress.heldout) == (state, True), progress.sentence()
+    assert "below that on its own, but clear" in run_progress(
+        logged({"reward": series(RISING), "reward_std": series([0.3] * 12)}), heldout=held).sentence()
 
 
 def test_fewer_evaluations_than_a_trend_needs_leave_the_training_reading() -> None:

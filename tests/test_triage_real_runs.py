@@ -508,6 +508,19 @@ def test_9_a_loops_own_step_counter_and_summary_row_and_settings_are_read(hypoth
     assert log.params["learning_rate"] == "3e-07" and len(log.series["reward"]) == 200
 
 
+def test_3_a_small_clear_held_out_change_the_training_reward_confirms_is_the_runs_direction(hypotheses):
+    """agent on-policy distillation's Qwen2.5-3B runs: cr3q4lay's AIME score rises +0.048 over 23 evaluations (clear,
+    under the 0.064 that counts on its own) while its training score climbs -0.48 -> -0.33 (labelled learned from
+    its curves: the authors wrote nothing of it); gjvwlq13's falls -0.013 (clear, under 0.02) while its training
+    score falls -0.60 -> -0.88. Each is read the way both readings go: the first learns, so its growing completions
+    are no suspect."""
+    learned = triage(str(corpus("agentopd__qwen2_3b_opd_cr3q4lay")), hypotheses)
+    assert learned.progress.heldout and learned.progress.state == "learning", learned.progress.sentence()
+    assert not learned.suspects(), learned.ranking_record()
+    worse = triage(str(corpus("agentopd__qwen2_3b_opd_gjvwlq13")), hypotheses)
+    assert worse.progress.heldout and worse.progress.state == "getting worse", worse.progress.sentence()
+
+
 def test_9_a_wandb_run_folder_without_its_run_file_is_read_through_its_console_capture(hypotheses):
     """agent on-policy distillation (verl, Qwen3-4B): its W&B run folder was committed without run-<id>.wandb, so its
     files/output.log, the console W&B kept, is the log: verl's step lines, whose numbers numpy 2 prints as

@@ -19,7 +19,9 @@ Where the logs also hold a held-out score (heldout.py: the task measured on prom
 on) with at least MIN_STEPS evaluations, it is read the same way over its evaluations and decides, as the runs'
 own authors judge them: it is the task itself, and a training reward can climb while the run stays level or gets
 worse on unseen prompts (its training prompts memorised, a reward that pays for something else) or stay level
-while it improves on them. The training reward's reading is named beside it.
+while it improves on them. The training reward's reading is named beside it. A held-out change that is clear but
+smaller than counts on its own (a few evaluations, each on a small set, spread wide) is read as a change where the
+training reward moves clearly the same way: two readings of the task agree, and one of them is large enough.
 
 A flat run is read further: one whose task reward averages CEILING_SHARE of its passing score or more in its first
 and its last quarter is already near its ceiling (little left to learn on its prompts, so what the signatures read
@@ -144,9 +146,19 @@ def run_progress(log: RunLog, diverged: tuple[str, int] | None = None, heldout: 
     if held.state == UNKNOWN:
         return progress
     held.also = progress.short() if progress.state != UNKNOWN else ""
+    if held.state == FLAT and _same_way(held, progress):
+        held.state = progress.state
+        held.why = (f"; below that on its own, but clear (t {held.t:+.1f}) and the way the training reward moves "
+                    "clearly")
     if held.state == FLAT == progress.state:  # what the training logs say of why it is flat still holds
         held.verdict, held.verdict_why = progress.verdict, progress.verdict_why
     return held
+
+
+def _same_way(held: Progress, training: Progress) -> bool:
+    """A held-out change that is clear (|t| >= CLEAR_T) in the direction the training reward clearly moves."""
+    way = {LEARNING: 1, WORSE: -1}.get(training.state, 0)
+    return way != 0 and way * held.t >= CLEAR_T
 
 
 def trend(metric: str, points: list[tuple[int, float]], spread: float, pass_value: float) -> Progress:
