@@ -63,8 +63,8 @@ NUMBER = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|inf)"
 VERL_STEP = re.compile(r"\bstep:(\d+) - (.*)$")
 # verl under numpy 2 prints a numpy scalar as its repr: `val-core/gsm8k/reward/mean@1:np.float64(0.41)`.
 VERL_PAIR = re.compile(rf"([^\s:]+):\s*(?:np\.\w+\()?({NUMBER})\)?(?=\s|$)")
-# A hand-written loop's progress line: its step ("12/100", "step 12", "step=12", "Iteration 12") and key=value pairs, among them a
-# metric every trainer logs: "[run]  12/100 | loss=0.0123 | reward=0.250".
+# A hand-written loop's progress line: its step ("12/100", "step 12", "step=12", "Iteration 12") and key=value pairs,
+# among them a metric every trainer logs: "[run]  12/100 | loss=0.0123 | reward=0.250".
 LOOP_STEP = re.compile(r"\b(?:step|iteration|iter)\s*[=:]?\s*(\d+)\b", re.IGNORECASE)
 LOOP_COUNT = re.compile(r"(?<![\w./])(\d+)/(\d+)(?![\w./])")
 LOOP_LIST = rf"\[\s*(?:['\"]?{NUMBER}['\"]?\s*,\s*)*['\"]?{NUMBER}['\"]?\s*\]"
@@ -74,7 +74,7 @@ LOOP_PAIR = re.compile(rf"(?<![\w/.])([A-Za-z_][\w/.]*)\s*=\s*{LOOP_VALUE}")
 # space after the last value): "Adv Std: 0.93", "Step 5: loss: 0.1 reward: 0.5".
 LOOP_COLON_PAIR = re.compile(rf"(?:^|[,|;:]|\s[-–]\s|\s{{2}}|(?<=[\d\]])\s)\s*"
                              rf"([A-Za-z_][\w/.]*(?: [A-Za-z_][\w/.]*){{0,3}})\s*:\s*{LOOP_VALUE}")
-# `Name value` with nothing between them, set apart as above ("Step 5 - Mean Reward 0.51 - Mean Length 120",
+# `Name value` with nothing between them, set apart as above ("Step 5 - Mean Reward 0.51 - Mean Response Len 120",
 # "epoch 3  mean reward +0.123  lr 0.0010"): read only on a line with no "=" or ":" pairs, where prose would be.
 LOOP_SPACED_PAIR = re.compile(rf"(?:^|[,|;:]|\s[-–]\s|\s{{2}}|(?<=[\d\]])\s)\s*"
                               rf"([A-Za-z_][\w/.]*(?: [A-Za-z_][\w/.]*){{0,3}}) {LOOP_VALUE}"
