@@ -16,7 +16,7 @@ import pytest
 from hypotrack.errors import HypotrackError
 from hypotrack.triage import RunLog, triage, triage_log
 from hypotrack.triage.keys import canonical, canonical_name, reward_functions
-from hypotrack.triage.sources import read_source
+from hypotrack.triage.sources import read_runs, read_source
 
 
 def trl_entry(step: int, correct: float, fmt: float = 1.0, zero_std: float = 0.25, **extra) -> dict:
@@ -114,7 +114,8 @@ def test_a_bad_source_is_one_clear_error_and_leaves_the_registry_alone(run_cli, 
 
 def test_a_folder_whose_only_log_is_a_metrics_file_is_read_through_it(tmp_path):
     """A hand-written loop's or Tinker's log folder holds one metrics.jsonl: the folder is the run, and the report
-    says which file it read; with two logs in it, the user picks one."""
+    says which file it read, also where another log beside it holds no metric triage reads; two logs that both do
+    are two runs (a sweep's logs side by side), each named by its file."""
     run = tmp_path / "tinker-run"
     run.mkdir()
     (run / "config.yaml").write_text("lr: 1e-5\n")
@@ -124,7 +125,19 @@ def test_a_folder_whose_only_log_is_a_metrics_file_is_read_through_it(tmp_path):
     assert report.steps == 8 and report.source == str(run / "metrics.jsonl")
     assert f"read metrics.jsonl, the only log in {run}" in report.findings
     (run / "train.log").write_text("starting\n")
-    with pytest.raises(HypotrackError, match=r"it holds metrics.jsonl, train.log: pass one of them"):
+    report = triage(str(run), {})
+    assert report.steps == 8 and report.source == str(run / "metrics.jsonl")
+    assert f"read metrics.jsonl, the only one of the 2 logs in {run} that holds metrics triage reads" in report.findings
+    (run / "lr1e-6.jsonl").write_text("".join(json.dumps({"step": s, "reward/mean": 0.3, "optim/lr": 1e-6}) + "\n"
+                                              for s in range(8)))
+    logs = read_runs(str(run))
+    assert [log.run for log in logs] == ["lr1e-6.jsonl", "metrics.jsonl"]
+    assert logs[0].said[-1] == (f"read 2 of the 3 logs in {run} as runs of their own (train.log holds no metric "
+                                "triage reads)")
+    (run / "lr1e-6.jsonl").unlink()
+    (run / "metrics.jsonl").rename(run / "err.log")
+    (run / "err.log").write_text("CUDA out of memory\n")
+    with pytest.raises(HypotrackError, match=r"it holds err.log, train.log, none of them a log triage reads"):
         triage(str(run), {})
 
 

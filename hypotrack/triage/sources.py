@@ -160,7 +160,9 @@ def _read_folder(folder: Path) -> list[RunLog]:
         for log in logs:
             log.said.append(f"read {readable[0]}, the only log in {folder}")
         return logs
-    hint = f" (it holds {', '.join(readable[:5])}: pass one of them)" if readable else ""
+    if len(readable) > 1 and (logs := _each_log(folder, readable)):
+        return logs
+    hint = f" (it holds {', '.join(readable[:5])}, none of them a log triage reads)" if readable else ""
     swanlab = next(folder.rglob(f"*{SWANLAB_RUN_FILE}"), None)
     if not hint and swanlab is not None:
         hint = (f" (it holds SwanLab run files, such as {swanlab.relative_to(folder)}, in SwanLab's own binary record, "
@@ -168,6 +170,32 @@ def _read_folder(folder: Path) -> list[RunLog]:
     raise HypotrackError(f"{folder}: no {STATE_FILE} in the folder or in a checkpoint-N/ folder under it, and no "
                          f"TensorBoard event files or W&B run files under it{hint}. TRL writes a {STATE_FILE} with "
                          "every checkpoint (trainer.save_state() writes one at the end); otherwise " + WHAT_TO_PASS)
+
+
+def _each_log(folder: Path, names: list[str]) -> list[RunLog]:
+    """The runs of a folder of several logs, as a sweep's outputs lie side by side (logs/lr1e-6.log,
+    logs/lr1e-5.log): a run a file that holds metrics triage reads, named by the file; the others are said."""
+    runs: dict[str, list[RunLog]] = {}
+    for name in names:
+        try:
+            found = [log for log in _read_file(folder / name) if _holds_a_metric_triage_reads(log)]
+        except HypotrackError:
+            continue
+        if found:
+            runs[name] = found
+    logs = [log for found in runs.values() for log in found]
+    if len(logs) == 1:
+        logs[0].said.append(f"read {next(iter(runs))}, the only one of the {len(names)} logs in {folder} that holds "
+                            "metrics triage reads")
+        return logs
+    left_out = [name for name in names if name not in runs]
+    for name, found in runs.items():
+        for log in found:
+            log.run = f"{name}/{log.run}" if log.run else name
+            log.said.append(f"read {len(runs)} of the {len(names)} logs in {folder} as runs of their own"
+                            + (f" ({', '.join(left_out)} {'holds' if len(left_out) == 1 else 'hold'} no metric "
+                               "triage reads)" if left_out else ""))
+    return logs
 
 
 def _log_suffix(path: Path) -> str:
