@@ -416,18 +416,12 @@ def read_run(run_id: str, tracking_uri: str | None = None) -> tuple[dict[str, li
 def _file_store_allowed(uri: str) -> Iterator[None]:
     """MLflow's file store opened for a read where the store is there: opening one creates its folder, so a store that
     is not there is left to MLflow's own refusal, and nothing is made."""
+    from unittest import mock  # patch.dict puts the environment back as it was, the switch's absence included
     from urllib.parse import unquote, urlparse
 
     if not uri.startswith("file:") or not Path(unquote(urlparse(uri).path)).is_dir():
         yield
         return
-    before = os.environ.get(FILE_STORE_SWITCH)
-    os.environ[FILE_STORE_SWITCH] = "true"
-    try:
+    with mock.patch.dict(os.environ, {FILE_STORE_SWITCH: "true"}):
         yield
-    finally:
-        if before is None:
-            os.environ.pop(FILE_STORE_SWITCH, None)
-        else:
-            os.environ[FILE_STORE_SWITCH] = before
 

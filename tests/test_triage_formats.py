@@ -301,6 +301,7 @@ def test_an_mlflow_file_store_a_repository_keeps_is_read_through_mlflow(tmp_path
         assert log.kind == "mlflow" and log.series["reward"][2] == (3, 0.3) and log.params["beta"] == "0.04"
     assert "MLFLOW_ALLOW_FILE_STORE" not in os.environ
 
+
 def test_json_records_one_per_line(tmp_path):
     path = tmp_path / "wandb-history.jsonl"
     path.write_text("".join(json.dumps({"_step": s - 1, "train/global_step": s, "train/reward": s / 10,
