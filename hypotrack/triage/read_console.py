@@ -35,14 +35,13 @@ import ast
 import re
 import statistics
 from collections import Counter
-from pathlib import Path
 
 from hypotrack.errors import HypotrackError
 
 from .keys import END_OF_TRAINING, EVAL_PREFIXES, canonical_name, evaluation_body, hand_written, loop_key
 from .read_html_table import has_progress_table, read_progress_table
 from .runlog import HAND_WRITTEN, STEPS_ASSUMED, RunLog
-from .values import STEP_KEYS, log_text, non_empty, number, step_key, step_number
+from .values import STEP_KEYS, non_empty, number, step_key, step_number
 
 # A tqdm bar's position: "  5/100 [00:10<03:10, ...]".
 BAR = re.compile(r"(\d+)/(\d+) \[")
@@ -118,14 +117,6 @@ def looks_like_console(text: str) -> bool:
                 or any(_table_header(_table_cells(line)) is not None for line in lines
                        if any(bar in line for bar in TABLE_BARS))
                 or bool(_step_blocks(lines)) or bool(_stepless_rows(lines)))
-
-
-def read_console(path: Path, logging_steps: int | None = None) -> RunLog:
-    try:
-        text = log_text(path.read_bytes())
-    except OSError as exc:
-        raise HypotrackError(f"{path}: cannot read ({exc.strerror})") from None
-    return console_log(text, str(path), logging_steps)
 
 
 def console_log(text: str, source: str, logging_steps: int | None = None,
