@@ -12,7 +12,7 @@ from .derived import add_derived, add_still_reading, constant_auxiliary
 from .evaluate import SUSPECT_THRESHOLD, Ranked, rank
 from .expected import Requirement, expected_readings, requirements
 from .heldout import heldout_score
-from .keys import canonical, canonical_name, reward_functions
+from .keys import canonical, is_training_metric, reward_functions
 from .progress import CEILING, LEARNING, Progress, run_progress
 from .roles import Roles, assign_roles
 from .runlog import RunLog
@@ -75,7 +75,7 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
     """Rank ``hypotheses`` (id -> Hypothesis) on an already-read run."""
     named = canonical(log)
     run = named.log
-    findings = log.findings()
+    findings = log.findings(is_training_metric)
     functions = reward_functions(run)
     roles = assign_roles(run, functions, task_reward)
     underived = RunLog(source=run.source, kind=run.kind, series=dict(run.series), params=dict(run.params))
@@ -126,9 +126,7 @@ def _read_run(log: RunLog, run: RunLog, roles: Roles) -> Progress:
 def _diverged(log: RunLog, run: RunLog) -> tuple[str, int] | None:
     """(what happened, the step) where training diverged: a training metric that became NaN or infinite and stayed
     so, or a KL or gradient norm past any value a working update gives (finite, but the policy is wrecked)."""
-    stuck = log.diverged_at()
-    if stuck is not None and canonical_name(stuck[0]) is None:  # an evaluation pass, not training
-        stuck = None
+    stuck = log.diverged_at(is_training_metric)
     blown = [(step, f"{name} reached {value:.3g}, a value no working update gives") for name, limit in BLOWN_UP.items()
              for step, value in run.series.get(name, []) if value >= limit]
     if blown and (stuck is None or min(blown)[0] < stuck[1]):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 Points = list[tuple[int, float]]
@@ -10,8 +11,12 @@ Points = list[tuple[int, float]]
 # value at the last step is that summary, not a step logged again.
 BOOKKEEPING = frozenset({"epoch", "step"})
 # Non-finite values at no more than this share of a metric's logged steps, followed by finite ones, are skipped
-# steps rather than a divergence.
+# steps rather than a divergence (fp16's grad scaler skips a step whose gradients overflow).
 ISOLATED_SHARE = 0.05
+# A divergence leaves the metric non-finite from where it broke on: a metric finite again after its last non-finite
+# value, and finite at more than this share of its logged steps from the first non-finite one on, was not computable
+# at some steps (an entropy over a step where no token trained, a mean over no correct answer), not diverged.
+RECOVERED_SHARE = 0.5
 # The param a reader sets when the log carried no step numbers and it numbered the rows itself: the first row may
 # cover several steps (or a moving average of them), so nothing is read as the run's step 1.
 STEPS_ASSUMED = "steps_assumed"
@@ -68,36 +73,53 @@ class RunLog:
         self.repeated = sorted(repeated)
         return self
 
-    def _finite_after(self, name: str) -> int:
-        """How many finite values follow the last non-finite one, when the non-finite ones are isolated (else 0)."""
+    def _not_diverged(self, name: str) -> str:
+        """Why the NaN or infinite values of ``name`` are not a divergence, or '' when they are one: a divergence
+        breaks a metric that was finite, and leaves it NaN or infinite."""
         points = self.nonfinite.get(name, [])
         finite = self.series.get(name, [])
-        after = [s for s, _ in finite if points and s > points[-1][0]]
-        return len(after) if after and len(points) <= max(1, ISOLATED_SHARE * (len(finite) + len(points))) else 0
+        if not points or not finite:
+            return ""
+        first, last = points[0][0], points[-1][0]
+        after = sum(1 for step, _ in finite if step > last)
+        since = sum(1 for step, _ in finite if step > first)
+        if not any(step < first for step, _ in finite):
+            return (f"from its first logged step on, and finite at {len(finite)} logged step(s) after: a value the "
+                    "loop could not compute at those steps (a mean over nothing, as an entropy over a step where no token "
+                    "trained), not a divergence, which breaks a metric that was finite")
+        if after and len(points) <= max(1, ISOLATED_SHARE * (len(finite) + len(points))):
+            return (f"and finite at the {after} logged step(s) after: isolated steps, as when fp16's grad scaler skips "
+                    "a step whose gradients overflow, not a divergence")
+        if after and since > RECOVERED_SHARE * (since + len(points)):
+            return (f"with finite values between and at the {after} logged step(s) after: steps where the value could "
+                    "not be computed or the update was skipped, not a divergence, which leaves a metric NaN or "
+                    "infinite from where it broke")
+        return ""
 
-    def diverged_at(self) -> tuple[str, int] | None:
-        """The first metric that became NaN or infinite and did not recover, and the step it did."""
-        stuck = [(points[0][0], name) for name, points in self.nonfinite.items() if not self._finite_after(name)]
+    def diverged_at(self, training: Callable[[str], bool]) -> tuple[str, int] | None:
+        """The first training metric that became NaN or infinite and did not recover, and the step it did."""
+        stuck = [(points[0][0], name) for name, points in self.nonfinite.items()
+                 if training(name) and not self._not_diverged(name)]
         return (min(stuck)[1], min(stuck)[0]) if stuck else None
 
-    def findings(self) -> list[str]:
-        """What the source itself says about the run, before any hypothesis is weighed."""
+    def findings(self, training: Callable[[str], bool]) -> list[str]:
+        """What the source itself says about the run, before any hypothesis is weighed; ``training`` tells a training
+        metric (which can show a divergence) from the others (an evaluation pass's)."""
         out = list(self.said)
         for name, points in sorted(self.nonfinite.items(), key=lambda item: item[1][0][0]):
             step, value = points[0]
             word = "NaN" if math.isnan(value) else "infinite"
-            logged = len(self.series.get(name, [])) + len(points)
-            after = self._finite_after(name)
-            if after:
-                # A value that recovers is a step skipped, not a divergence: fp16's grad scaler skips a step whose
-                # gradients overflow (and logs their norm as NaN or inf), then training goes on.
-                steps = ", ".join(str(s) for s, _ in points[:5]) + (" ..." if len(points) > 5 else "")
-                out.append(f"{name} was {word} at step{'s' if len(points) > 1 else ''} {steps} ({len(points)} of "
-                           f"{logged} logged steps) and finite at the {after} logged step(s) after: isolated "
-                           "steps, as when fp16's grad scaler skips a step whose gradients overflow, not a divergence")
-                continue
-            out.append(f"{name} became {word} at step {step} ({len(points)} of {logged} logged steps): the run "
-                       "diverged there; the steps with finite values are the ones read")
+            steps = ", ".join(str(s) for s, _ in points[:5]) + (" ..." if len(points) > 5 else "")
+            counted = (f"{name} was {word} at step{'s' if len(points) > 1 else ''} {steps} ({len(points)} of "
+                       f"{len(points) + len(self.series.get(name, []))} logged steps)")
+            why = self._not_diverged(name)
+            if why:
+                out.append(f"{counted} {why}")
+            elif training(name):
+                out.append(f"{counted}: it became {word} at step {step} and did not recover, so the run diverged "
+                           "there; the steps with finite values are the ones read")
+            else:
+                out.append(f"{counted}: not a training metric, so not read as a divergence")
         if self.repeated:
             first, last = self.repeated[0], self.repeated[-1]
             span = f"step {first}" if first == last else f"steps {first}-{last}"
