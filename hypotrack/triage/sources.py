@@ -29,7 +29,7 @@ from hypotrack.errors import HypotrackError
 
 from .compressed import inner_name, is_gzip, read_compressed
 from .heldout import heldout_score
-from .keys import canonical_name
+from .keys import EVAL_PREFIXES, canonical_name
 from .read_console import CONSOLE_FORMATS, console_log, looks_like_console
 from .read_csv import read_csv
 from .read_jsonl import read_records
@@ -61,6 +61,11 @@ SWANLAB_RUN_FILE = ".swanlab"
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 # What a folder's one log may be (a loop's metrics file, a dumped log_history, a console capture).
 LOG_SUFFIXES = (".csv", ".json", ".jsonl", ".log", ".txt", ".out")
+# A log named for an evaluation split, and the names of the training log it pairs with (eval_metrics.jsonl,
+# train_metrics.jsonl): one run's two logs, not two runs.
+EVALUATION_WORDS = frozenset({"eval", "evaluation", "val", "valid", "validation", "test"})
+TRAINING_WORDS = ("train", "training")
+EVAL_PREFIX = "eval/"
 # Text files that are not logs by their kind, yet where users paste a run's console output (notes of the run with its
 # terminal capture): read as that console log when they hold one.
 PASTED_LOGS = {".md"}
@@ -174,7 +179,9 @@ def _read_folder(folder: Path) -> list[RunLog]:
 
 def _each_log(folder: Path, names: list[str]) -> list[RunLog]:
     """The runs of a folder of several logs, as a sweep's outputs lie side by side (logs/lr1e-6.log,
-    logs/lr1e-5.log): a run a file that holds metrics triage reads, named by the file; the others are said."""
+    logs/lr1e-5.log): a run a file that holds metrics triage reads, named by the file; the others are said. A log
+    named for an evaluation split beside the training log its name pairs with (eval_metrics.jsonl beside
+    train_metrics.jsonl) holds that run's evaluation passes, and is read into it."""
     runs: dict[str, list[RunLog]] = {}
     for name in names:
         try:
@@ -183,7 +190,15 @@ def _each_log(folder: Path, names: list[str]) -> list[RunLog]:
             continue
         if found:
             runs[name] = found
+    paired = False
+    for name in list(runs):
+        training = _training_log_of(name, list(runs))
+        if training is not None and len(runs[training]) == len(runs[name]) == 1:
+            _add_evaluations(runs[training][0], runs.pop(name)[0], name, training)
+            paired = True
     logs = [log for found in runs.values() for log in found]
+    if len(logs) == 1 and paired:
+        return logs
     if len(logs) == 1:
         logs[0].said.append(f"read {next(iter(runs))}, the only one of the {len(names)} logs in {folder} that holds "
                             "metrics triage reads")
@@ -196,6 +211,35 @@ def _each_log(folder: Path, names: list[str]) -> list[RunLog]:
                             + (f" ({', '.join(left_out)} {'holds' if len(left_out) == 1 else 'hold'} no metric "
                                "triage reads)" if left_out else ""))
     return logs
+
+
+def _name_words(name: str) -> list[str]:
+    return [word for word in re.split(r"[^a-z0-9]+", Path(inner_name(Path(name))).stem.lower()) if word]
+
+
+def _training_log_of(name: str, names: list[str]) -> str | None:
+    """The training log an evaluation log's name pairs with: the same name with its split word (eval, val, test) as
+    train or training, or without it (eval_metrics.jsonl: train_metrics.jsonl or metrics.jsonl)."""
+    words = _name_words(name)
+    for at, word in enumerate(words):
+        if word in EVALUATION_WORDS:
+            pairs = [[*words[:at], split, *words[at + 1:]] for split in TRAINING_WORDS] + [words[:at] + words[at + 1:]]
+            return next((other for other in names if other != name and _name_words(other) in pairs), None)
+    return None
+
+
+def _add_evaluations(training: RunLog, evaluation: RunLog, name: str, training_name: str) -> None:
+    """The evaluation log's metrics into its training run, each under an evaluation split (eval/<key>) unless its
+    name has one."""
+    def split(key: str) -> str:
+        return key if key.lower().startswith(EVAL_PREFIXES) else f"{EVAL_PREFIX}{key}"
+
+    for key, points in evaluation.series.items():
+        training.series.setdefault(split(key), []).extend(points)
+    for key, points in evaluation.nonfinite.items():
+        training.nonfinite.setdefault(split(key), []).extend(points)
+    training.said.append(f"read {name} as the evaluation passes of {training_name} (their names pair as one run's "
+                         f"evaluation and training logs), its metrics under {EVAL_PREFIX}")
 
 
 def _log_suffix(path: Path) -> str:
