@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import pickle
 import subprocess
@@ -23,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from hypotrack.errors import HypotrackError
-from hypotrack.triage.keys import canonical, canonical_name
-from hypotrack.triage.runlog import STEPS_ASSUMED
+from hypotrack.triage.keys import canonical, canonical_name, is_training_metric
+from hypotrack.triage.runlog import STEPS_ASSUMED, RunLog
 from hypotrack.triage.sources import read_runs, read_source
 from hypotrack.triage.training_args import read_training_args, settings
 
@@ -115,7 +116,7 @@ def test_unsloth_trainer_state_and_its_training_args_without_torch():
     assert fields["lr_scheduler_type"] == "cosine"  # an enum, read as its value
     log = read_source(str(folder))
     assert log.params["beta"] == "0.04" and log.params["logging_steps"] == "1"
-    assert any("settings read from" in said for said in log.findings())
+    assert any("settings read from" in said for said in log.findings(is_training_metric))
     # nothing outside hypotrack was imported to read it
     probe = subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
                             "from hypotrack.triage.training_args import settings; "
@@ -213,7 +214,7 @@ def test_a_text_run_column_is_two_runs_not_a_resumed_one(tmp_path):
     logs = read_runs(str(path))
     assert [log.run for log in logs] == ["baseline", "dense"]
     assert all(not log.repeated and len(log.series["reward"]) == 8 for log in logs)
-    assert not any("resumed" in said for log in logs for said in log.findings())
+    assert not any("resumed" in said for log in logs for said in log.findings(is_training_metric))
 
 
 def test_verl_metric_names_are_the_roles_triage_reads(tmp_path):
@@ -349,6 +350,67 @@ def test_a_hand_written_loops_step_key_and_evaluation_records(tmp_path):
     csv.write_text("iteration,timestamp,loss,mean_reward,std_reward\n"
                    + "".join(f"{i},2026-04-26T03:38:38,0.1,{i / 10},0.2\n" for i in range(1, 7)))
     assert read_source(str(csv)).series["mean_reward"][-1] == (6, 0.6)
+
+
+def test_a_folders_evaluation_log_is_read_into_the_training_log_its_name_pairs_with(tmp_path, run_cli):
+    """A loop that writes train_metrics.jsonl and eval_metrics.jsonl side by side: one run, whose evaluation passes
+    are its held-out score, not two runs (a training log beside it named otherwise stays a run of its own); a loop's
+    reward before normalisation (raw_reward) is the reward, and its wrapped token entropy the entropy."""
+    run = tmp_path / "grpo_math"
+    run.mkdir()
+    (run / "train_metrics.jsonl").write_text("".join(json.dumps(
+        {"train_step": step, "train/raw_reward_mean": 0.1 + step / 100, "train/avg_token_entropy": 0.8,
+         "train/grad_norm": 0.4}) + "\n" for step in range(1, 41)))
+    (run / "eval_metrics.jsonl").write_text("".join(json.dumps(
+        {"eval_step": step, "reward_mean": 0.05 + step / 100, "answer_reward_mean": 0.05 + step / 100,
+         "num_examples": 1024}) + "\n" for step in range(0, 41, 5)))
+    logs = read_runs(str(run))
+    assert len(logs) == 1 and not logs[0].run
+    log = logs[0]
+    assert log.series["eval/reward_mean"][-1] == (40, 0.45) and log.series["train/raw_reward_mean"][0] == (1, 0.11)
+    assert any(said.startswith("read eval_metrics.jsonl as the evaluation passes of train_metrics.jsonl")
+               for said in log.said)
+    named = canonical(log).log
+    assert named.series["reward"][0] == (1, 0.11) and "entropy" in named.series
+    report = json.loads(run_cli("triage", str(run), "--json").stdout)
+    assert report["progress"]["heldout"] and report["progress"]["metric"] == "eval/reward_mean", report["progress"]
+    assert report["progress"]["state"] == "learning"
+    (run / "baseline.jsonl").write_text((run / "train_metrics.jsonl").read_text())
+    assert sorted(log.run for log in read_runs(str(run))) == ["baseline.jsonl", "train_metrics.jsonl"]
+
+
+def test_a_metric_not_computable_at_some_steps_is_no_divergence():
+    """NaN at a metric's first steps, before any finite value (a loop's token entropy on the steps where every group
+    tied and no token trained), or at steps among finite ones with finite values after, is no divergence: a
+    divergence breaks a metric that was finite and leaves it NaN or infinite."""
+    log = RunLog(source="loop", kind="jsonl")
+    for step in range(1, 41):
+        log.add("token_entropy", step, math.nan if step <= 10 else 0.9 - step / 100)
+        log.add("grad_norm", step, 0.0 if step <= 10 else 0.5)
+        log.add("reward", step, 0.0 if step <= 10 else step / 100)
+        log.add("kl", step, math.nan if step in (20, 24, 31, 36) else 0.01)
+    said = log.findings(is_training_metric)
+    assert log.diverged_at(is_training_metric) is None, said
+    assert any(f.startswith("token_entropy was NaN at steps 1, 2, 3, 4, 5 ... (10 of 40 logged steps) from its first")
+               for f in said), said
+    assert any(f.startswith("kl was NaN at steps 20, 24, 31, 36 (4 of 40 logged steps) with finite values between")
+               for f in said), said
+    broken = RunLog(source="loop", kind="jsonl")
+    for step in range(1, 41):
+        broken.add("kl", step, 0.01 if step < 30 else (math.nan if step % 5 else 0.02))
+    assert broken.diverged_at(is_training_metric) == ("kl", 31)
+
+
+def test_a_loops_per_function_rewards_beside_their_total_are_its_reward_functions():
+    """A loop that logs format_reward and answer_reward beside the reward they sum to: TRL's rewards/<func>/mean, so
+    the task reward is chosen among them; a statistic of the total (max_reward), the total itself (raw_reward) and
+    a term no reward function scores (kl_reward) are not reward functions."""
+    assert canonical_name("mean_format_reward") == "rewards/format/mean"
+    assert canonical_name("train_answer_reward") == "rewards/answer/mean"
+    assert canonical_name("correctness_reward") == "rewards/correctness/mean"
+    assert canonical_name("train/raw_reward_mean") == canonical_name("total_reward") == "reward"
+    assert canonical_name("max_reward") is None and canonical_name("kl_reward") is None
+    assert canonical_name("eval_answer_reward") is None  # an evaluation pass's, read as the held-out score
 
 
 def test_a_loops_csv_keyed_by_its_update_count_is_read_with_its_names(tmp_path):

@@ -19,7 +19,7 @@ import yaml
 
 from hypotrack.triage.api import triage
 from hypotrack.triage.derived import add_derived
-from hypotrack.triage.keys import canonical, reward_functions
+from hypotrack.triage.keys import canonical, is_training_metric, reward_functions
 from hypotrack.triage.progress import run_progress
 from hypotrack.triage.roles import assign_roles, default_task, task_candidates
 from hypotrack.triage.runlog import RunLog
@@ -239,8 +239,11 @@ def test_6_the_report_says_when_another_task_reward_would_change_the_suspects(hy
 def test_7_an_isolated_nan_is_a_skipped_step_not_a_divergence():
     """Wordle at 5e-3: grad_norm inf at step 10 only (finite at the 14 steps after)."""
     log = read_source(str(corpus("wordle__tb_1767712816_lr5e-3")))
-    said = [f for f in log.findings() if f.startswith("train/grad_norm")]
+    said = [f for f in log.findings(is_training_metric) if f.startswith("train/grad_norm")]
     assert said and "isolated steps" in said[0] and "not a divergence" in said[0] and "diverged" not in said[0]
+    # while the same rate's other run, whose grad norm and kl end NaN and infinite at its last step, diverged there
+    wordle = read_source(str(corpus("wordle__tb_1767713359_lr5e-3")))
+    assert wordle.diverged_at(is_training_metric) == ("train/grad_norm", 50)
 
 
 def test_8_a_sparse_reward_ranks_first(hypotheses):
@@ -420,6 +423,25 @@ def test_6_a_run_that_logs_its_rewards_parts_beside_their_total_is_read(hypothes
     assert report.steps == 150 and report.progress.state == "flat", report.progress.sentence()
     weights = next(said for said in report.assumed if said.startswith("reward weights"))
     assert "reward_fn_total 1" in weights and "-0" not in weights, weights
+
+
+def test_6_a_loops_per_function_rewards_beside_their_sum_name_the_task(hypotheses):
+    """desirepathh's DAPO loop logs mean_format_reward and mean_answer_reward beside mean_reward, their sum with the
+    answer weighted 2 (its drgrpo_grader.py: "reward = format_reward + answer_weight * answer_reward"): the answer
+    reward is the task's, by its name, and the weights are read off the sum, so the run is read on its answers
+    (0.26 -> 0.28), not on the sum the format reward pads."""
+    report = triage(str(corpus("desirepathh__dapo_v2_additive")), hypotheses)
+    assert report.assumed[0].startswith("task reward: answer (its name says it scores correctness"), report.assumed
+    assert "reward weights format 1, answer 2 (inferred" in " ".join(report.assumed), report.assumed
+    assert report.progress.metric == "task_reward/mean" and abs(report.progress.start - 0.257) < 0.005
+
+
+def test_3_a_loops_kl_under_its_own_name_is_its_estimator_not_trls(hypotheses):
+    """FlyingFish760's loop logs only kl_divergence, the mean log-ratio of the new policy to the old after each
+    update, which swings below 0 (to -1.73) mid-run: a loop's own estimator, whose sign is no broken KL (h03), as
+    the negative k3 TRL logs would be."""
+    report = triage(str(corpus("cs336flyingfish760__mask_norm_04_24_kl")), hypotheses)
+    assert report.progress.state == "unknown" and not report.suspects(), [(e.id, e.evidence) for e in report.ranking]
 
 
 def test_6_format_rewards_collected_while_a_negative_correctness_falls_are_read(hypotheses):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from hypotrack.definitions.metrics import TRL_METRICS
 
-from .runlog import RunLog
+from .runlog import HAND_WRITTEN, RunLog
 
 # Keys of older TRL releases -> today's name.
 RENAMED = {
@@ -96,6 +96,17 @@ HAND_WRITTEN_QUANTITIES = {
     "rewards_std": "reward_std", "gradient_norm": "grad_norm",
     "adv_std": ADVANTAGE_STD, "advantage_std": ADVANTAGE_STD, "advantages_std": ADVANTAGE_STD,
 }
+# A loop that logs each reward function's score beside the total names it <function>_reward (format_reward,
+# answer_reward): TRL's rewards/<function>/mean. Not where the word before "reward" is a statistic of the total
+# (max_reward), or a term a trainer adds to the reward that no reward function scores (kl_reward, value_reward), or
+# hypotrack's own task_reward (its runs log the task function's mean again under that name, beside TRL's own key).
+FUNCTION_REWARD = re.compile(r"^([a-z][a-z0-9]*(?:_[a-z0-9]+)*?)_rewards?$")
+NOT_REWARD_FUNCTIONS = frozenset({"max", "min", "std", "var", "median", "sum", "mean", "avg", "average", "best",
+                                  "last", "final", "running", "ema", "smoothed", "cumulative", "episode", "step",
+                                  "batch", "group", "normalized", "norm", "scaled", "weighted", "adv", "advantage",
+                                  "kl", "ref", "entropy", "value", "critic", "task"})
+# ... and the total before any normalisation or penalty: the reward itself
+TOTAL_REWARD_WORDS = frozenset({"total", "raw", "combined", "overall"})
 HAND_WRITTEN_WRAPPERS = (("train_", ""), ("rollout_", ""), ("grpo_", ""), ("rl_", ""), ("actor_", ""), ("policy_", ""),
                          ("avg_", ""), ("average_", ""), ("mean_", ""), ("", "_avg"), ("", "_mean"))
 PLURALS = {"rewards": "reward", "accuracies": "accuracy"}
@@ -159,6 +170,11 @@ def canonical_name(raw: str) -> str | None:
     return name if name in KNOWN else None
 
 
+def is_training_metric(name: str) -> bool:
+    """A logged key of training (one triage reads under today's TRL name), not of an evaluation pass or another tool."""
+    return canonical_name(name) is not None
+
+
 def loop_key(name: str) -> str:
     """A hand-written loop's printed name as one lower-case key: words and camelCase humps joined by "_"
     ("Avg Response Len" and "AvgLen" are avg_response_len and avg_len; "KL_ref" stays kl_ref)."""
@@ -171,7 +187,14 @@ def hand_written(name: str) -> str | None:
     for prefix, suffix in HAND_WRITTEN_WRAPPERS:
         if bare.startswith(prefix) and bare.endswith(suffix) and len(bare) > len(prefix) + len(suffix):
             bare = bare[len(prefix):len(bare) - len(suffix)]
-    return HAND_WRITTEN_QUANTITIES.get(PLURALS.get(bare, bare))
+    bare = PLURALS.get(bare, bare)
+    function = FUNCTION_REWARD.match(bare)
+    if function and function.group(1) in TOTAL_REWARD_WORDS:
+        return "reward"
+    if function and function.group(1) not in NOT_REWARD_FUNCTIONS:
+        return f"rewards/{function.group(1)}/mean"
+    # a quantity another trainer names as the loop wrapped it (avg_token_entropy: token_entropy, the entropy)
+    return HAND_WRITTEN_QUANTITIES.get(bare) or OTHER_TRAINERS.get(bare)
 
 
 @dataclass
@@ -199,6 +222,10 @@ def canonical(log: RunLog) -> Canonical:
                 renamed[raw] = name
             convert = CONVERTED.get(_unsplit(raw), (None, None))[1]
             out.series[name] = [(step, convert(value) if convert else value) for step, value in log.series[raw]]
+    # A kl under a loop's own name (kl_divergence, mean_kl) is the loop's estimator, often the signed mean log-ratio
+    # (k1), not TRL's k3 or another trainer's: the run is read as a hand-written loop's, whatever file it wrote.
+    if any(renamed.get(raw) == "kl" and _unsplit(raw) not in (*OTHER_TRAINERS, "kl") for raw in log.series):
+        out.params[HAND_WRITTEN] = "1"
     # Back in the order the source listed them (the first reward function is the task's by default).
     order: dict[str, int] = {}
     for name in names.values():
