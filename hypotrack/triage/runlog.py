@@ -109,17 +109,18 @@ class RunLog:
         for name, points in sorted(self.nonfinite.items(), key=lambda item: item[1][0][0]):
             step, value = points[0]
             word = "NaN" if math.isnan(value) else "infinite"
-            steps = ", ".join(str(s) for s, _ in points[:5]) + (" ..." if len(points) > 5 else "")
-            counted = (f"{name} was {word} at step{'s' if len(points) > 1 else ''} {steps} ({len(points)} of "
-                       f"{len(points) + len(self.series.get(name, []))} logged steps)")
+            logged = len(points) + len(self.series.get(name, []))
             why = self._not_diverged(name)
             if why:
-                out.append(f"{counted} {why}")
+                steps = ", ".join(str(s) for s, _ in points[:5]) + (" ..." if len(points) > 5 else "")
+                out.append(f"{name} was {word} at step{'s' if len(points) > 1 else ''} {steps} ({len(points)} of "
+                           f"{logged} logged steps) {why}")
             elif training(name):
-                out.append(f"{counted}: it became {word} at step {step} and did not recover, so the run diverged "
-                           "there; the steps with finite values are the ones read")
+                out.append(f"{name} became {word} at step {step} ({len(points)} of {logged} logged steps): the run "
+                           "diverged there; the steps with finite values are the ones read")
             else:
-                out.append(f"{counted}: not a training metric, so not read as a divergence")
+                out.append(f"{name} became {word} at step {step} ({len(points)} of {logged} logged steps) and did not "
+                           "recover: not a training metric, so not read as a divergence")
         if self.repeated:
             first, last = self.repeated[0], self.repeated[-1]
             span = f"step {first}" if first == last else f"steps {first}-{last}"
