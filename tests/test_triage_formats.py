@@ -553,6 +553,8 @@ def test_a_notebooks_saved_outputs_and_the_trainers_progress_table(tmp_path, run
     notebook.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
     named = canonical(read_source(str(notebook))).log.series
     assert named["reward"][2] == (3, 0.03) and named["rewards/correctness_reward_func/mean"][-1] == (30, 0.15)
+    # the folder a notebook was committed in, with nothing else in it, is read through it
+    assert canonical(read_source(str(tmp_path))).log.series["reward"] == named["reward"]
     assert named["loss"][0] == (1, 0.0001) and named["completions/mean_length"][0] == (1, 300.0)
     assert "sampling/sampling_logp_difference/mean" not in named  # "No Log" at every step
     exported = tmp_path / "grpo.md"

@@ -436,6 +436,17 @@ def test_6_a_loops_per_function_rewards_beside_their_sum_name_the_task(hypothese
     assert report.progress.metric == "task_reward/mean" and abs(report.progress.start - 0.257) < 0.005
 
 
+def test_13_a_task_reward_whose_mean_never_moves_from_0_is_a_reward_that_never_pays(hypotheses):
+    """SaniyaGapchup's Gemma-3 notebook: check_answer reads 0 at every one of 200 steps (its format regex never matched,
+    so the answer was never checked), while the format rewards spread the completions. Older TRL logs a reward
+    function's mean alone: a mean that is the same number at every step is every completion scoring it, so the
+    task reward tells no completion apart (h13's reading), and the total reward's spread, which the format rewards
+    make, is not read as advantages the task could learn from (h26)."""
+    report = triage(str(corpus("gemma3platinum__gemma3_1b_gsm8k_platinum")), hypotheses)
+    assert report.progress.state == "flat" and not report.progress.verdict, report.progress.sentence()
+    assert [e.id for e in report.suspects()] == ["h13"], [(e.id, e.evidence) for e in report.ranking[:4]]
+
+
 def test_3_a_loops_kl_under_its_own_name_is_its_estimator_not_trls(hypotheses):
     """FlyingFish760's loop logs only kl_divergence, the mean log-ratio of the new policy to the old after each
     update, which swings below 0 (to -1.73) mid-run: a loop's own estimator, whose sign is no broken KL (h03), as

@@ -44,7 +44,8 @@ from .reading import MetricReading
 # are one number for the whole run (any step aggregation returns it).
 DERIVED_METRICS: dict[str, str] = {
     "task_reward/mean": "the task reward function's mean (TRL's rewards/<task>/mean)",
-    "task_reward/std": "the task reward function's std over the step's completions (rewards/<task>/std)",
+    "task_reward/std": "the task reward function's std over the step's completions (rewards/<task>/std); 0 at "
+                       "every step where none is logged and the mean is the same number at ten steps or more",
     "task_reward/binary_spread": "the task reward's std over the largest std a reward between 0 and its passing "
                                  "score can have at that mean: 1 for a two-valued reward (0/1, 0/10, 0/-5), below 1 "
                                  "for graded scores; the passing score is 1 for a reward in [0, 1], else read from "

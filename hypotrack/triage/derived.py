@@ -17,6 +17,8 @@ from .progress import LEARNING, STILL, STILL_UNSEEN, WORSE, Progress, trend
 from .roles import Roles
 from .runlog import HAND_WRITTEN, STEPS_ASSUMED, Points, RunLog
 
+# A task reward whose mean is the same number at this many logged steps or more scores every completion alike.
+CONSTANT_STEPS = 10
 # A reward whose steps' binary_spread has at least this median is read as a 0/1 reward.
 BINARY_MEDIAN = 0.9
 # Below this std a reward function does not spread its completions at all (float32 noise).
@@ -74,7 +76,13 @@ def _task_reward(log: RunLog, roles: Roles) -> None:
 
 
 def _task_reward_read(log: RunLog, mean: dict[int, float], std: dict[int, float]) -> None:
-    """The task reward's mean and spread, and, where its passing score can be read, its passing share."""
+    """The task reward's mean and spread, and, where its passing score can be read, its passing share.
+
+    Where no spread is logged (older TRL logs a reward function's mean alone), a mean that is the very same number
+    at every one of CONSTANT_STEPS logged steps or more is every completion scoring it: a mean of scores that differ
+    moves from step to step. Its spread is 0 at those steps."""
+    if not std and len(mean) >= CONSTANT_STEPS and len(set(mean.values())) == 1:
+        std = dict.fromkeys(mean, 0.0)
     _put(log, "task_reward/mean", list(mean.items()))
     _put(log, "task_reward/std", list(std.items()))
     scale = _pass_value(mean, std)

@@ -59,8 +59,9 @@ NOT_METRICS = {
 SWANLAB_RUN_FILE = ".swanlab"
 # What a clone without Git LFS holds in place of a file the repository keeps in LFS.
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"
-# What a folder's one log may be (a loop's metrics file, a dumped log_history, a console capture).
-LOG_SUFFIXES = (".csv", ".json", ".jsonl", ".log", ".txt", ".out")
+# What a folder's one log may be (a loop's metrics file, a dumped log_history, a console capture, the notebook the run
+# was trained in, its outputs saved).
+LOG_SUFFIXES = (".csv", ".json", ".jsonl", ".log", ".txt", ".out", NOTEBOOK)
 # A log named for an evaluation split, and the names of the training log it pairs with (eval_metrics.jsonl,
 # train_metrics.jsonl): one run's two logs, not two runs.
 EVALUATION_WORDS = frozenset({"eval", "evaluation", "val", "valid", "validation", "test"})
