@@ -399,6 +399,10 @@ def test_a_metric_not_computable_at_some_steps_is_no_divergence():
     for step in range(1, 41):
         broken.add("kl", step, 0.01 if step < 30 else (math.nan if step % 5 else 0.02))
     assert broken.diverged_at(is_training_metric) == ("kl", 31)
+    late = RunLog(source="loop", kind="jsonl")  # not computable at its first step, then finite, then broken for good
+    for step in range(1, 41):
+        late.add("token_entropy", step, math.nan if step == 1 or step > 30 else 0.9)
+    assert late.diverged_at(is_training_metric) == ("token_entropy", 31)
 
 
 def test_a_loops_per_function_rewards_beside_their_total_are_its_reward_functions():

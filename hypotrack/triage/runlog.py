@@ -13,10 +13,6 @@ BOOKKEEPING = frozenset({"epoch", "step"})
 # Non-finite values at no more than this share of a metric's logged steps, followed by finite ones, are skipped
 # steps rather than a divergence (fp16's grad scaler skips a step whose gradients overflow).
 ISOLATED_SHARE = 0.05
-# A divergence leaves the metric non-finite from where it broke on: a metric finite again after its last non-finite
-# value, and finite at more than this share of its logged steps from the first non-finite one on, was not computable
-# at some steps (an entropy over a step where no token trained, a mean over no correct answer), not diverged.
-RECOVERED_SHARE = 0.5
 # The param a reader sets when the log carried no step numbers and it numbered the rows itself: the first row may
 # cover several steps (or a moving average of them), so nothing is read as the run's step 1.
 STEPS_ASSUMED = "steps_assumed"
@@ -73,33 +69,43 @@ class RunLog:
         self.repeated = sorted(repeated)
         return self
 
-    def _not_diverged(self, name: str) -> str:
-        """Why the NaN or infinite values of ``name`` are not a divergence, or '' when they are one: a divergence
-        breaks a metric that was finite, and leaves it NaN or infinite."""
+    def _broke(self, name: str) -> tuple[int | None, str]:
+        """Where the metric ``name`` broke, else None and why its NaN or infinite values are no divergence.
+
+        A divergence breaks a metric that was finite and leaves it NaN or infinite: it broke at the first run of
+        non-finite values that lasts as long as the finite values after it, or to the end. Shorter runs with more
+        finite values after them are steps skipped or not computable (a loop that logs its token entropy as NaN on
+        steps where no token trained), and values before the metric's first finite one a value not yet computable."""
         points = self.nonfinite.get(name, [])
         finite = self.series.get(name, [])
-        if not points or not finite:
-            return ""
-        first, last = points[0][0], points[-1][0]
-        after = sum(1 for step, _ in finite if step > last)
-        since = sum(1 for step, _ in finite if step > first)
-        if not any(step < first for step, _ in finite):
-            return (f"from its first logged step on, and finite at {len(finite)} logged step(s) after: a value the "
-                    "loop could not compute at those steps (a mean over nothing, as an entropy over a step where no token "
-                    "trained), not a divergence, which breaks a metric that was finite")
-        if after and len(points) <= max(1, ISOLATED_SHARE * (len(finite) + len(points))):
-            return (f"and finite at the {after} logged step(s) after: isolated steps, as when fp16's grad scaler skips "
-                    "a step whose gradients overflow, not a divergence")
-        if after and since > RECOVERED_SHARE * (since + len(points)):
-            return (f"with finite values between and at the {after} logged step(s) after: steps where the value could "
-                    "not be computed or the update was skipped, not a divergence, which leaves a metric NaN or "
-                    "infinite from where it broke")
-        return ""
+        if not points:
+            return None, ""
+        if not finite:
+            return points[0][0], ""
+        start = finite[0][0]
+        broken = [point for point in points if point[0] > start]
+        if not broken:
+            return None, (f"from its first logged step on, and finite at the {len(finite)} logged step(s) after: a "
+                          "value the loop could not compute at those steps (a mean over nothing, as an entropy over a "
+                          "step where no token trained), not a divergence, which breaks a metric that was finite")
+        ordered = sorted([(step, False) for step, _ in broken] + [(step, True) for step, _ in finite])
+        for at, (step, is_finite) in enumerate(ordered):
+            if is_finite or (at and not ordered[at - 1][1]):
+                continue  # a stretch of NaN or infinite values starts only after a finite one
+            stretch = next((i for i in range(at, len(ordered)) if ordered[i][1]), len(ordered)) - at
+            if stretch >= sum(1 for _, later in ordered[at + stretch:] if later):
+                return step, ""  # it stayed broken longer than it was finite after, or to the end
+        after = sum(1 for step, _ in finite if step > broken[-1][0])
+        if len(broken) <= max(1, ISOLATED_SHARE * (len(finite) + len(broken))):
+            return None, (f"and finite at the {after} logged step(s) after: isolated steps, as when fp16's grad scaler "
+                          "skips a step whose gradients overflow, not a divergence")
+        return None, (f"with finite values between and at the {after} logged step(s) after: steps where the value "
+                      "could not be computed or the update was skipped, not a divergence, which leaves a metric NaN or "
+                      "infinite from where it broke")
 
     def diverged_at(self, training: Callable[[str], bool]) -> tuple[str, int] | None:
         """The first training metric that became NaN or infinite and did not recover, and the step it did."""
-        stuck = [(points[0][0], name) for name, points in self.nonfinite.items()
-                 if training(name) and not self._not_diverged(name)]
+        stuck = [(step, name) for name in self.nonfinite if training(name) and (step := self._broke(name)[0]) is not None]
         return (min(stuck)[1], min(stuck)[0]) if stuck else None
 
     def findings(self, training: Callable[[str], bool]) -> list[str]:
@@ -107,11 +113,10 @@ class RunLog:
         metric (which can show a divergence) from the others (an evaluation pass's)."""
         out = list(self.said)
         for name, points in sorted(self.nonfinite.items(), key=lambda item: item[1][0][0]):
-            step, value = points[0]
-            word = "NaN" if math.isnan(value) else "infinite"
+            word = "NaN" if math.isnan(points[0][1]) else "infinite"
             logged = len(points) + len(self.series.get(name, []))
-            why = self._not_diverged(name)
-            if why:
+            step, why = self._broke(name)
+            if step is None:
                 steps = ", ".join(str(s) for s, _ in points[:5]) + (" ..." if len(points) > 5 else "")
                 out.append(f"{name} was {word} at step{'s' if len(points) > 1 else ''} {steps} ({len(points)} of "
                            f"{logged} logged steps) {why}")
