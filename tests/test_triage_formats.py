@@ -405,6 +405,24 @@ def test_a_metric_not_computable_at_some_steps_is_no_divergence():
     assert late.diverged_at(is_training_metric) == ("token_entropy", 31)
 
 
+def test_a_folder_of_wandb_panel_downloads_is_the_runs_they_are_of(tmp_path):
+    """W&B's "Download CSV" of each panel writes a metric a file ("Step","<run> - <metric>", its __MIN and __MAX): a
+    folder of them is the runs named in them, each read with all its metrics, not a run a file."""
+    folder = tmp_path / "wandb_csv"
+    folder.mkdir()
+    for name, metric, value in (("reward.csv", "train/reward", lambda s: s / 100),
+                                ("entropy.csv", "actor/entropy", lambda s: 0.4),
+                                ("test_acc.csv", "val-core/gsm8k/acc/mean@1", lambda s: 0.3 + s / 100)):
+        header = [f'"{run} - {metric}{end}"' for run in ("grpo", "treerl") for end in ("", "__MIN", "__MAX")]
+        rows = [",".join([f'"{s}"'] + [f'"{value(s)}"'] * 6) for s in range(0, 40, 2)]
+        (folder / name).write_text("\n".join(['"Step",' + ",".join(header), *rows]) + "\n")
+    logs = read_runs(str(folder))
+    assert sorted(log.run for log in logs) == ["grpo", "treerl"], [log.run for log in logs]
+    for log in logs:
+        assert {"train/reward", "actor/entropy", "val-core/gsm8k/acc/mean@1"} <= set(log.series), sorted(log.series)
+        assert any("they hold its other metrics" in said for said in log.said)
+
+
 def test_a_loops_per_function_rewards_beside_their_total_are_its_reward_functions():
     """A loop that logs format_reward and answer_reward beside the reward they sum to: TRL's rewards/<func>/mean, so
     the task reward is chosen among them; a statistic of the total (max_reward), the total itself (raw_reward) and

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 from hypotrack.errors import HypotrackError
@@ -191,7 +192,7 @@ def _each_log(folder: Path, names: list[str]) -> list[RunLog]:
             continue
         if found:
             runs[name] = found
-    paired = False
+    paired = _join_split_runs(runs)
     for name in list(runs):
         training = _training_log_of(name, list(runs))
         if training is not None and len(runs[training]) == len(runs[name]) == 1:
@@ -205,13 +206,43 @@ def _each_log(folder: Path, names: list[str]) -> list[RunLog]:
                             "metrics triage reads")
         return logs
     left_out = [name for name in names if name not in runs]
+    named = Counter(log.run for log in logs if log.run)
     for name, found in runs.items():
         for log in found:
-            log.run = f"{name}/{log.run}" if log.run else name
+            # a run is named by its own name where no other file holds one so named, else by its file's too
+            log.run = (log.run if named[log.run] == 1 else f"{name}/{log.run}") if log.run else name
             log.said.append(f"read {len(runs)} of the {len(names)} logs in {folder} as runs of their own"
                             + (f" ({', '.join(left_out)} {'holds' if len(left_out) == 1 else 'hold'} no metric "
                                "triage reads)" if left_out else ""))
     return logs
+
+
+def _join_split_runs(runs: dict[str, list[RunLog]]) -> bool:
+    """Files that hold other metrics of the same named run (W&B's "Download CSV" of each panel: a metric a file,
+    headed "<run> - <metric>") are that run's, read as one run; whether any were joined."""
+    first: dict[str, tuple[str, RunLog]] = {}
+    joined = False
+    for name in list(runs):
+        for log in list(runs[name]):
+            if not log.run:
+                continue
+            if log.run not in first:
+                first[log.run] = (name, log)
+                continue
+            into_name, into = first[log.run]
+            if set(log.series) & set(into.series):
+                continue  # the same metric twice: two runs that share a name, not one run's panels
+            for key, points in log.series.items():
+                into.series[key] = points
+            for key, points in log.nonfinite.items():
+                into.nonfinite[key] = points
+            into.said.append(f"read {name} with {into_name} as run {log.run}'s: they hold its other metrics (a "
+                             "tracker's download of each panel, a metric a file)")
+            runs[name].remove(log)
+            joined = True
+        if not runs[name]:
+            del runs[name]
+    return joined
 
 
 def _name_words(name: str) -> list[str]:

@@ -75,13 +75,14 @@ class Row:
 
 
 def log_source(entry: dict) -> Path:
-    """What a user would point a tool at: the folder when it holds a trainer_state.json or a run's folders (a W&B
-    run folder, a hydra output folder), else the log."""
+    """What a user would point a tool at: the folder when it holds a trainer_state.json, a run's folders (a W&B
+    run folder, a hydra output folder) or several logs of the run (its training and evaluation logs, a tracker's
+    download of each panel), else the log."""
     folder = CORPUS_DIR / entry["slug"]
     names = [f["file"] for f in entry["files"]]
-    if "trainer_state.json" in names or any("/" in name for name in names):
-        return folder
     logs = [n for n in names if not n.endswith(".bin")]
+    if "trainer_state.json" in names or any("/" in name for name in names) or len(logs) > 1:
+        return folder
     return folder / logs[0]
 
 
