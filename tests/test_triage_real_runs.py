@@ -425,6 +425,18 @@ def test_6_a_run_that_logs_its_rewards_parts_beside_their_total_is_read(hypothes
     assert "reward_fn_total 1" in weights and "-0" not in weights, weights
 
 
+def test_6_a_check_of_the_answer_that_never_pays_is_still_the_task(hypotheses):
+    """duruoli's Llama-3.1 run: check_answer is -1.0 at every one of 50 steps while the format rewards vary. At most 0
+    at every step, it looked like a penalty by design and was set aside, so a format reward became the task and h26
+    and h16 were read off it. A function whose name says it checks the answer, with no other that does, is the
+    task's reward never paying."""
+    report = triage(str(corpus("statssafety__llama3.1_8b_quantqa_grpo_ckpt50")), hypotheses)
+    assert report.assumed[0].startswith("task reward: check_answer (its name says it scores correctness, though it "
+                                        "never pays"), report.assumed
+    assert report.progress.state == "flat" and report.progress.start == report.progress.end == -1.0
+    assert not {"h16", "h26"} & {e.id for e in report.suspects()}, [(e.id, e.evidence) for e in report.ranking[:4]]
+
+
 def test_6_a_loops_per_function_rewards_beside_their_sum_name_the_task(hypotheses):
     """desirepathh's DAPO loop logs mean_format_reward and mean_answer_reward beside mean_reward, their sum with the
     answer weighted 2 (its drgrpo_grader.py: "reward = format_reward + answer_weight * answer_reward"): the answer

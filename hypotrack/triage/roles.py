@@ -4,7 +4,8 @@ A run handed to triage may come without an experiment file, so the roles are rea
 every `rewards/<func>/mean` TRL logged is a reward function; the task reward is the one the user
 names (`--task-reward`), else the one the names and the logs point at (task_candidates): a name that
 says correctness (accuracy, correct, answer, solved, ...) and no shaping word (format, length, penalty,
-xml, ...), never a penalty that is at most 0 by design nor a function that scores every completion alike;
+xml, ...), never a penalty that is at most 0 by design nor a function that scores every completion alike (unless
+its name says correctness and no other's does: then it is the task's reward never paying);
 then the heaviest of those left, then the first listed. The weights come from the run's params
 (`reward_weights`, which TRL's MLflow callback logs), else from the logs themselves: TRL's `reward`
 is the weighted sum of the functions' means at every step, so least squares recovers the weights.
@@ -99,7 +100,15 @@ def task_candidates(log: RunLog, functions: list[str]) -> tuple[list[str], str]:
     penalties = [f for f in functions if means(f) and max(means(f)) <= 0 < -min(means(f))]
     constant = [f for f in functions if stds(f) and max(stds(f)) <= 1e-9 and f not in penalties]
     left = [f for f in functions if f not in penalties and f not in constant] or list(functions)
-    named = [f for f in left if name_says(f, CORRECTNESS_WORDS) and not name_says(f, SHAPING_WORDS)]
+    def says_correctness(func: str) -> bool:
+        return name_says(func, CORRECTNESS_WORDS) and not name_says(func, SHAPING_WORDS)
+
+    named = [f for f in left if says_correctness(f)]
+    never = [f for f in functions if says_correctness(f) and f not in left]
+    if not named and never:
+        # A check of the answer that is at most 0 at every step, or scores every completion alike, is no penalty
+        # by design: it is the task's reward never paying (a parser that never matches scores every answer -1).
+        return never, "its name says it scores correctness, though it never pays above 0 or tells no completion apart"
     set_aside = []
     if penalties:
         set_aside.append(f"{', '.join(penalties)} at most 0 at every step (a penalty)")
