@@ -52,6 +52,14 @@ class RunLog:
         else:
             self.nonfinite.setdefault(name, []).append((int(step), value))
 
+    def take_metrics(self, other: "RunLog", name: Callable[[str], str] = str) -> None:
+        """Every metric ``other`` logged into this run, each under ``name(key)``: another file of the same run (its
+        evaluation log, a panel downloaded apart)."""
+        for key, points in other.series.items():
+            self.series.setdefault(name(key), []).extend(points)
+        for key, points in other.nonfinite.items():
+            self.nonfinite.setdefault(name(key), []).extend(points)
+
     def steps(self) -> int:
         """How many steps the most often logged metric has."""
         return max((len(points) for points in self.series.values()), default=0)

@@ -192,14 +192,14 @@ def _each_log(folder: Path, names: list[str]) -> list[RunLog]:
             continue
         if found:
             runs[name] = found
-    paired = _join_split_runs(runs)
+    joined = _join_split_runs(runs)
     for name in list(runs):
         training = _training_log_of(name, list(runs))
         if training is not None and len(runs[training]) == len(runs[name]) == 1:
             _add_evaluations(runs[training][0], runs.pop(name)[0], name, training)
-            paired = True
+            joined = True
     logs = [log for found in runs.values() for log in found]
-    if len(logs) == 1 and paired:
+    if len(logs) == 1 and joined:  # the report says which files it read as the run's
         return logs
     if len(logs) == 1:
         logs[0].said.append(f"read {next(iter(runs))}, the only one of the {len(names)} logs in {folder} that holds "
@@ -232,10 +232,7 @@ def _join_split_runs(runs: dict[str, list[RunLog]]) -> bool:
             into_name, into = first[log.run]
             if set(log.series) & set(into.series):
                 continue  # the same metric twice: two runs that share a name, not one run's panels
-            for key, points in log.series.items():
-                into.series[key] = points
-            for key, points in log.nonfinite.items():
-                into.nonfinite[key] = points
+            into.take_metrics(log)
             into.said.append(f"read {name} with {into_name} as run {log.run}'s: they hold its other metrics (a "
                              "tracker's download of each panel, a metric a file)")
             runs[name].remove(log)
@@ -266,10 +263,7 @@ def _add_evaluations(training: RunLog, evaluation: RunLog, name: str, training_n
     def split(key: str) -> str:
         return key if key.lower().startswith(EVAL_PREFIXES) else f"{EVAL_PREFIX}{key}"
 
-    for key, points in evaluation.series.items():
-        training.series.setdefault(split(key), []).extend(points)
-    for key, points in evaluation.nonfinite.items():
-        training.nonfinite.setdefault(split(key), []).extend(points)
+    training.take_metrics(evaluation, split)
     training.said.append(f"read {name} as the evaluation passes of {training_name} (their names pair as one run's "
                          f"evaluation and training logs), its metrics under {EVAL_PREFIX}")
 
