@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import itemgetter
 
 Points = list[tuple[int, float]]
 # Written with every log entry, the end-of-training summary (train_runtime, train_loss) included: its second
@@ -97,12 +99,13 @@ class RunLog:
                           "value the loop could not compute at those steps (a mean over nothing, as an entropy over a "
                           "step where no token trained), not a divergence, which breaks a metric that was finite")
         ordered = sorted([(step, False) for step, _ in broken] + [(step, True) for step, _ in finite])
-        for at, (step, is_finite) in enumerate(ordered):
-            if is_finite or (at and not ordered[at - 1][1]):
-                continue  # a stretch of NaN or infinite values starts only after a finite one
-            stretch = next((i for i in range(at, len(ordered)) if ordered[i][1]), len(ordered)) - at
-            if stretch >= sum(1 for _, later in ordered[at + stretch:] if later):
-                return step, ""  # it stayed broken longer than it was finite after, or to the end
+        finite_after = len(finite)
+        for is_finite, stretch in groupby(ordered, key=itemgetter(1)):
+            steps = [step for step, _ in stretch]
+            if is_finite:
+                finite_after -= len(steps)
+            elif len(steps) >= finite_after:
+                return steps[0], ""  # it stayed broken longer than it was finite after, or to the end
         after = sum(1 for step, _ in finite if step > broken[-1][0])
         if len(broken) <= max(1, ISOLATED_SHARE * (len(finite) + len(broken))):
             return None, (f"and finite at the {after} logged step(s) after: isolated steps, as when fp16's grad scaler "
