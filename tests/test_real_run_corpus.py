@@ -103,7 +103,8 @@ def test_every_log_of_the_corpus_is_here():
     missing = [e for e in ENTRIES if not _has_logs(e)]
     assert not missing, (f"{len(missing)} corpus logs are not here ({', '.join(e['slug'] for e in missing[:5])}, ...): "
                          f"each comes from the repository and commit corpus.yaml names, in shared/real_runs/<slug>/ "
-                         f"beside the checkout or {CORPUS_DIR.relative_to(PROJECT)}/<slug>/")
+                         f"beside the checkout or {CORPUS_DIR.relative_to(PROJECT)}/<slug>/ (tests/tools/"
+                         f"place_real_runs.py --clones DIR places them from clones of the repositories)")
 
 
 @pytest.mark.real_runs

@@ -283,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     missing = [e["slug"] for e in entries if not all((CORPUS_DIR / e["slug"] / f["file"]).exists() for f in e["files"])]
     if missing:
         print(f"{len(missing)} corpus logs are not in {CORPUS_DIR} (they are kept out of git; fetch them from the "
-              f"repository and commit corpus.yaml names): {', '.join(missing)}", file=sys.stderr)
+              f"repository and commit corpus.yaml names: tests/tools/place_real_runs.py --clones DIR places them from "
+              f"clones): {', '.join(missing)}", file=sys.stderr)
         return 2
     rows = []
     for entry in entries:
