@@ -691,22 +691,27 @@ def test_a_loops_step_blocks_are_read_one_quantity_a_line(tmp_path):
 
 def test_a_whole_reward_in_0_1_has_its_passing_score_as_a_named_one_does(tmp_path):
     """A loop or a framework that logs its reward whole (Tinker's env/all/reward/total) gets the passing score a named
-    reward function gets: in [0, 1] at every step, 1. So a run that climbed to it in its first steps and stays there
-    is read as near its ceiling, not as flat and held back."""
+    reward function gets: in [0, 1] at every step, 1. So a run that climbed to it in its first steps is learning (0.95
+    -> 0.99 by quarter, against the widest spread a score in [0, 1] has at its mean), and one that sat there from its
+    first step is near its ceiling, not flat and held back."""
     from hypotrack.triage.derived import add_derived
     from hypotrack.triage.keys import reward_functions
     from hypotrack.triage.progress import CEILING, run_progress
     from hypotrack.triage.roles import assign_roles
 
-    path = tmp_path / "metrics.jsonl"
-    rewards = [0.68, 0.93, 0.97] + [0.99 + (s % 3) / 300 for s in range(37)]
-    path.write_text("".join(json.dumps({"progress/batch": s, "env/all/reward/total": r, "optim/lr": 1e-4}) + "\n"
-                            for s, r in enumerate(rewards)))
-    log = canonical(read_source(str(path))).log
-    add_derived(log, assign_roles(log, reward_functions(log), None))
-    assert log.series["task_reward/pass_share"][0][1] == 0.68
-    progress = run_progress(log)
-    assert progress.state == "flat" and progress.verdict == CEILING, progress.sentence()
+    def progress_of(rewards: list[float]):
+        path = tmp_path / "metrics.jsonl"
+        path.write_text("".join(json.dumps({"progress/batch": s, "env/all/reward/total": r, "optim/lr": 1e-4}) + "\n"
+                                for s, r in enumerate(rewards)))
+        log = canonical(read_source(str(path))).log
+        add_derived(log, assign_roles(log, reward_functions(log), None))
+        assert log.series["task_reward/pass_share"][0][1] == rewards[0]
+        return run_progress(log)
+
+    climbed = progress_of([0.68, 0.93, 0.97] + [0.99 + (s % 3) / 300 for s in range(37)])
+    assert climbed.state == "learning", climbed.sentence()
+    at_the_top = progress_of([0.97 + (s % 3) / 100 for s in range(40)])
+    assert at_the_top.state == "flat" and at_the_top.verdict == CEILING, at_the_top.sentence()
 
 
 def test_a_dict_of_rewards_alone_is_a_completions_scores_not_a_step(tmp_path):

@@ -71,6 +71,22 @@ def test_a_clear_but_small_held_out_change_counts_where_the_training_reward_move
         logged({"reward": series(RISING), "reward_std": series([0.3] * 12)}), heldout=held).sentence()
 
 
+def test_an_accuracys_change_counts_against_the_widest_spread_its_mean_allows() -> None:
+    """No spread is logged beside a held-out accuracy: a score between 0 and 1 whose completions pass or fail spreads
+    by sqrt(m (1 - m)) at a mean m, and no score in that range spreads wider, so a tenth of that is the smallest change
+    that counts. Six points of an accuracy near 0.9 count (a tenth of its level, 0.09, did not let them); three
+    points near 0.19 do not (0.039)."""
+    near_the_top = [0.885, 0.89, 0.88, 0.9, 0.91, 0.905, 0.92, 0.93, 0.935, 0.94, 0.95, 0.955]
+    low = [0.17 + 0.003 * i + (0.002 if i % 2 else -0.002) for i in range(12)]
+    training = logged({"reward": series(LEVEL), "reward_std": series([0.3] * 12)})
+    for values, state in ((near_the_top, "learning"), (low, "flat")):
+        held = heldout_score(logged({"eval/accuracy": series(values, every=10)}), None)
+        progress = run_progress(training, heldout=held)
+        mean = sum(values) / len(values)
+        assert (progress.state, progress.heldout) == (state, True), progress.sentence()
+        assert abs(progress.smallest_change - 0.1 * (mean * (1 - mean)) ** 0.5) < 1e-9
+
+
 def test_fewer_evaluations_than_a_trend_needs_leave_the_training_reading() -> None:
     log = logged({"reward": series(RISING), "reward_std": series([0.3] * 12)})
     held = heldout_score(logged({"eval/pass_at_1": series(LEVEL[:5], every=10)}), None)

@@ -118,6 +118,20 @@ def test_a_held_out_accuracy_decides_the_reading_and_names_the_training_reward_b
     assert "on its training reward task_reward/mean it is learning" in flat.also
 
 
+def test_a_held_out_accuracys_change_counts_against_the_spread_its_mean_allows(hypotheses):
+    """No spread is logged beside these held-out scores, so a change counts from a tenth of the widest spread a score
+    between 0 and 1 can have at its mean. open-rl run19r: graded 0.887 -> 0.953 on held-out prompts, the gain its
+    README names (a tenth of the level, 0.092, had read it flat). A CS336 loop without a baseline: val_accuracy
+    0.172 -> 0.203, three points where such a score spreads by 0.39: flat, as its authors' report reads their runs
+    ("All results show minimal improvement"; a change counted from 0.02 had read it learning)."""
+    gained = triage(str(corpus("openrl__run19r")), hypotheses).progress
+    assert (gained.state, gained.heldout) == ("learning", True), gained.sentence()
+    assert 0.025 < gained.smallest_change < 0.03
+    level = triage(str(corpus("cs336dequeueing__grpo_no_baseline")), hypotheses).progress
+    assert (level.state, level.heldout, level.metric) == ("flat", True, "val_accuracy"), level.sentence()
+    assert level.change > 0.02 and level.smallest_change > level.change
+
+
 def test_the_held_out_score_read_is_the_task_reward_functions_own(hypotheses):
     """Wordle stage 2 (TRL's eval rows every 20 steps): the held-out score read is the task reward function's own
     (eval_rewards/wordle_reward_func/mean, before eval_reward); level, as the training reward is."""

@@ -11,9 +11,13 @@ successive differences, robust to a trend or a single jump), widened for the noi
 within the windows (logged rewards are autocorrelated: each step's policy is the last one's moved a
 little, and a logging interval averages several steps) by sqrt((1 + r) / (1 - r)), the usual AR(1)
 correction. A change counts only when it is both clear (|t| >= CLEAR_T) and large enough to matter: at
-least MIN_SHARE of the task reward's spread between completions (its typical within-step std), else of
-its level, and at least MIN_PASS_SHARE of its passing score where the logs give one (two points of an
-accuracy: a sparse reward's 0.02 -> 0.005 is not a run getting worse).
+least MIN_SHARE of the task reward's spread between completions (its typical within-step std), and at least
+MIN_PASS_SHARE of its passing score where the logs give one (two points of an accuracy: a sparse reward's
+0.02 -> 0.005 is not a run getting worse). Where no spread is logged, a score that stays between 0 and its
+passing score p (an accuracy, a pass rate) is read at the widest spread its mean m allows, a pass/fail score's
+p sqrt(u (1 - u)) at u = m / p: no score in that range spreads wider, so the change that counts is never smaller
+than its spread would make it (six points of an accuracy near 0.9 count, three near 0.19 do not). Any other
+score without a spread is read against its level.
 
 Where the logs also hold a held-out score (heldout.py: the task measured on prompts the policy does not train
 on) with at least MIN_STEPS evaluations, it is read the same way over its evaluations and decides, as the runs'
@@ -173,7 +177,7 @@ def trend(metric: str, points: list[tuple[int, float]], spread: float, pass_valu
     change = end - start
     noise = _step_noise(values) * _autocorrelation_factor(first, last)
     stderr = noise * math.sqrt(2 / k)
-    scale = spread if spread > 0 else max(abs(statistics.fmean(values)), statistics.pstdev(values))
+    scale = spread or _widest_spread(values, pass_value) or max(abs(statistics.fmean(values)), statistics.pstdev(values))
     smallest = max(MIN_SHARE * scale, MIN_PASS_SHARE * pass_value)
     t = change / stderr if stderr > 0 else (math.inf if change > 0 else -math.inf if change < 0 else 0.0)
     if t >= CLEAR_T and change >= smallest:
@@ -185,6 +189,16 @@ def trend(metric: str, points: list[tuple[int, float]], spread: float, pass_valu
     half = 1.96 * stderr
     return Progress(state, metric, len(points), points[0][0], points[-1][0], start, end, change, change - half,
                     change + half, t, smallest)
+
+
+def _widest_spread(values: list[float], pass_value: float) -> float:
+    """For a score between 0 and its passing score whose spread between completions is not logged, the widest spread
+    its mean allows, a pass/fail score's (pass_value * sqrt(u (1 - u)) at a mean of u passing scores); 0 where the
+    score has no passing score or leaves that range."""
+    if pass_value <= 0 or not all(0 <= value <= pass_value for value in values):
+        return 0.0
+    passing = statistics.fmean(values) / pass_value
+    return pass_value * math.sqrt(passing * (1 - passing))
 
 
 def _window(values: list[float]) -> int:
