@@ -352,6 +352,25 @@ def test_a_hand_written_loops_step_key_and_evaluation_records(tmp_path):
     assert read_source(str(csv)).series["mean_reward"][-1] == (6, 0.6)
 
 
+def test_a_loops_end_of_run_summary_record_is_not_a_step(tmp_path):
+    """A loop that ends its metrics file with a summary of the run (totals and a mean over the whole run, no step):
+    among records that carry a step it is no step (as a CSV's row without one), not a step read at its position in
+    the file, whose mean training reward would be the task reward's one point. Where most records carry no step,
+    each is still read at its position."""
+    path = tmp_path / "metrics.jsonl"
+    steps = [{"event": "train", "outer_step": 10 * s, "reward": s / 10, "loss": 0.01} for s in range(1, 7)]
+    summary = {"event": "completed", "outer_steps": 60, "total_rollouts": 4000, "mean_training_reward": 0.36}
+    path.write_text("".join(json.dumps(record) + "\n" for record in [*steps, summary]))
+    read = read_source(str(path))
+    assert canonical(read).log.series["reward"] == [(10 * s, s / 10) for s in range(1, 7)]
+    assert "mean_training_reward" not in read.series and canonical_name("mean_training_reward") == "reward"
+    assert any(said.startswith("1 of the 7 records carry no step where the others do") and "left out" in said
+               for said in read.said), read.said
+    stepless = tmp_path / "stepless.jsonl"
+    stepless.write_text("".join(json.dumps({"reward": r}) + "\n" for r in (0.1, 0.2, 0.3)) + json.dumps({"kl": 0.1}))
+    assert read_source(str(stepless)).series["kl"] == [(4, 0.1)]
+
+
 def test_a_folders_evaluation_log_is_read_into_the_training_log_its_name_pairs_with(tmp_path, run_cli):
     """A loop that writes train_metrics.jsonl and eval_metrics.jsonl side by side: one run, whose evaluation passes
     are its held-out score, not two runs (a training log beside it named otherwise stays a run of its own); a loop's

@@ -559,10 +559,15 @@ def test_9_a_wandb_run_file_is_read_on_the_step_its_metrics_were_plotted_against
 
 def test_9_a_loops_own_step_counter_and_summary_row_and_settings_are_read(hypotheses):
     """minimind-lab's metrics CSV is keyed by its outer_step and ends in a `completed` row with no step; its tied
-    share is its degenerate_group_rate. miniLLM-RL's JSONL writes {"config": {...}, "metrics": {...}, "step": N}."""
+    share is its degenerate_group_rate. Its JSONL ends in the same summary as a record ({"event": "completed",
+    "outer_steps": 50, "mean_training_reward": 0.357, ...}): no step either, so the task reward is the 5 logged steps'
+    reward, not the summary's mean read as a step of its own. miniLLM-RL's JSONL writes {"config": {...}, "metrics":
+    {...}, "step": N}."""
     log = read_source(str(corpus("minimindlab__r02c_math_grpo")))
     assert [s for s, _ in log.series["reward"]][:2] == [10, 20] and len(log.series["reward"]) == 25
     assert canonical(log).log.series["frac_reward_zero_std"][-1] == (250, 1.0)
+    summary_last = derived(str(corpus("minimindlab__r04c_target_grpo")))
+    assert [s for s, _ in summary_last.series["task_reward/mean"]] == [10, 20, 30, 40, 50]
     log = read_source(str(corpus("minirl__dapo_learnability_lr3em7")))
     assert log.params["learning_rate"] == "3e-07" and len(log.series["reward"]) == 200
 

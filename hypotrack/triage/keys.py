@@ -105,8 +105,9 @@ NOT_REWARD_FUNCTIONS = frozenset({"max", "min", "std", "var", "median", "sum", "
                                   "last", "final", "running", "ema", "smoothed", "cumulative", "episode", "step",
                                   "batch", "group", "normalized", "norm", "scaled", "weighted", "adv", "advantage",
                                   "kl", "ref", "entropy", "value", "critic", "task"})
-# ... and the total before any normalisation or penalty: the reward itself
-TOTAL_REWARD_WORDS = frozenset({"total", "raw", "combined", "overall"})
+# ... and the total before any normalisation or penalty, or the split it was scored on (training_reward): the reward
+# itself
+TOTAL_REWARD_WORDS = frozenset({"total", "raw", "combined", "overall", "training"})
 HAND_WRITTEN_WRAPPERS = (("train_", ""), ("rollout_", ""), ("grpo_", ""), ("rl_", ""), ("actor_", ""), ("policy_", ""),
                          ("avg_", ""), ("average_", ""), ("mean_", ""), ("", "_avg"), ("", "_mean"))
 PLURALS = {"rewards": "reward", "accuracies": "accuracy"}

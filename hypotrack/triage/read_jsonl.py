@@ -28,13 +28,19 @@ def read_records(path: Path, records: list | None = None) -> RunLog:
         records = _lines(path)
     log = RunLog(source=str(path), kind="jsonl")
     counted = 0
-    for position, record in enumerate(records, start=1):
-        if not isinstance(record, dict):
-            continue
-        flat = dict(_flatten(_open_envelope(record)))
+    flats = [(position, dict(_flatten(_open_envelope(record)))) for position, record in enumerate(records, start=1)
+             if isinstance(record, dict)]
+    steps = [step_key([key for key, value in flat.items() if step_number(value) is not None]) for _, flat in flats]
+    stepless = [flat for (_, flat), key in zip(flats, steps) if key is None]
+    if stepless and len(stepless) < len(flats) / 2:
+        # Among records that carry a step, one without is no step (as the CSV reader leaves out a row with none).
+        log.said.append(f"{len(stepless)} of the {len(flats)} records carry no step where the others do (the first "
+                        f"holds {', '.join(list(stepless[0])[:6])}{', ...' if len(stepless[0]) > 6 else ''}): no step, "
+                        "such as a loop's end-of-run summary: left out")
+        flats, steps = zip(*[(found, key) for found, key in zip(flats, steps) if key is not None])
+    for (position, flat), key_of_step in zip(flats, steps):
         if END_OF_TRAINING in flat:  # transformers' end-of-training summary (ms-swift writes it as a record): no step
             continue
-        key_of_step = step_key([key for key, value in flat.items() if step_number(value) is not None])
         if _is_evaluation(flat):  # a held-out pass logged among the training rows: kept apart, as eval/<key>
             flat = {key if key in STEP_KEYS or key == key_of_step else f"eval/{key}": value for key, value in flat.items()}
         if key_of_step is None:
