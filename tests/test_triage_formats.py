@@ -486,6 +486,28 @@ def test_openrlhfs_step_status_on_its_console_and_in_its_trackers(tmp_path):
     assert canonical_name("train/actor_grad_norm") == "grad_norm" and canonical_name("train/ppo_kl") is None
 
 
+def test_areals_actor_and_rollout_stats_are_the_roles_triage_reads(tmp_path):
+    """AReaL logs its PPO actor's statistics under ppo_actor/ and its rollout workflow's under rollout/ (to W&B,
+    TensorBoard and the tables of its main.log, which users extract to CSV): the task reward score, the entropy, the
+    grad norm, the share of sequences that ran out of tokens, and its evaluation workflow's reward apart. Its seq_len
+    counts the prompt too, so it is no completion length, and its approx_kl is the update's own step."""
+    csv = tmp_path / "training_metrics.csv"
+    header = ["step", "ppo_actor/task_reward/avg", "rollout/reward", "ppo_actor/update/entropy/avg",
+              "ppo_actor/update/grad_norm", "ppo_actor/no_eos_ratios/avg", "ppo_actor/seq_len/avg",
+              "ppo_actor/update/approx_kl/avg", "eval-rollout/reward"]
+    csv.write_text(",".join(header) + "\n" + "".join(
+        f"{s},{0.3 + s / 100},{0.3 + s / 100},0.4,0.2,0.05,900,0.001,{0.1 + s / 100 if s % 3 == 0 else ''}\n"
+        for s in range(1, 10)))
+    named = canonical(read_source(str(csv)))
+    assert named.log.series["reward"][0] == (1, 0.31) and named.log.series["entropy"][0] == (1, 0.4)
+    assert named.log.series["completions/clipped_ratio"][0] == (1, 0.05) and "grad_norm" in named.log.series
+    assert {"ppo_actor/seq_len/avg", "ppo_actor/update/approx_kl/avg", "eval-rollout/reward"} <= set(named.ignored)
+    from hypotrack.triage.heldout import heldout_score
+
+    held = heldout_score(read_source(str(csv)), None)
+    assert held is not None and held.metric == "eval-rollout/reward" and held.points[0] == (3, 0.13)
+
+
 def test_tensorboards_scalar_downloads_are_read_as_the_runs_they_are_of(tmp_path, run_cli):
     """TensorBoard's "Download CSV" writes one tag a file, `run-<run>-tag-<tag>.csv` with each "/" as "_": a folder
     of them is one run a run name, one of them is read with its run's other tags, and the tags are TRL's names."""

@@ -48,6 +48,18 @@ OTHER_TRAINERS = {
     "rollout/reward_mean": "reward",
     "rollout/response_length_mean": "completions/mean_length",
     "rollout/truncated_rate": "completions/clipped_ratio",  # the share of completions cut at the length budget
+    # AReaL (its PPO actor's stats, ppo_actor/*, and its rollout workflow's, rollout/*): task_reward is each
+    # completion's reward score before the KL penalty (final_reward adds it), no_eos_ratios the share of sequences that
+    # ran to the length budget without an end-of-sequence token. Its seq_len counts the prompt's tokens too, so it is
+    # not a completion length; its approx_kl is the update's own step, not a KL to the reference.
+    "ppo_actor/task_reward/avg": "reward",
+    "rollout/reward": "reward",
+    "ppo_actor/update/entropy/avg": "entropy",
+    "ppo_actor/update/grad_norm": "grad_norm",
+    "ppo_actor/update/lr": "learning_rate",
+    "ppo_actor/update/clip_ratio/avg": "clip_ratio/region_mean",
+    "ppo_actor/update/actor_loss/avg": "loss",
+    "ppo_actor/no_eos_ratios/avg": "completions/clipped_ratio",
     # TRL's PPO and RLOO trainers (objective/*, policy/*): the reward model's score before the KL penalty
     # (objective/rlhf_reward subtracts it), the KL to the reference and the token entropy
     "objective/scores": "reward",
@@ -124,7 +136,7 @@ TRAIN_PREFIX = "train/"
 # end-of-training summary.
 # verl splits its validation metrics into val-core/ (the data sources' main score) and val-aux/ (the rest).
 EVAL_PREFIXES = ("eval/", "eval_", "test/", "test_", "val/", "val_", "validation/", "validation_", "val-core/",
-                 "val-aux/")
+                 "val-aux/", "eval-rollout/")  # the last: AReaL's evaluation workflow
 # The key only transformers' end-of-training summary holds (with train_loss, ... at the last step): a record or
 # printed dict holding it is that summary, not a step.
 END_OF_TRAINING = "train_runtime"
