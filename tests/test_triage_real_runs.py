@@ -572,6 +572,18 @@ def test_9_a_loops_own_step_counter_and_summary_row_and_settings_are_read(hypoth
     assert log.params["learning_rate"] == "3e-07" and len(log.series["reward"]) == 200
 
 
+def test_9_areals_stats_as_its_users_extract_them_are_read(hypotheses):
+    """Two repositories' AReaL runs, their main.log tables extracted to CSV: kimi3-align's synchronous baseline climbs
+    0.38 -> 0.47 (its report's "Sync ceiling"); its distillation run's reward falls to 0 at step 105 and stays there
+    ("VOID ... reward collapses to ~0"); teacher-answer-rl's AIME run logs its evaluation workflow's reward every 50
+    steps, read as the held-out score beside a training reward that climbs 0.32 -> 0.64."""
+    assert triage(str(corpus("kimi3align__p1_sync_h0")), hypotheses).progress.state == "learning"
+    assert triage(str(corpus("kimi3align__p6_mopd_v1")), hypotheses).progress.state == "getting worse"
+    progress = triage(str(corpus("teacheranswerrl__aime_grpo_original")), hypotheses).progress
+    assert (progress.heldout, progress.metric) == (True, "eval-rollout/reward"), progress.sentence()
+    assert "on its training reward task_reward/mean it is learning" in progress.also
+
+
 def test_3_a_small_clear_held_out_change_the_training_reward_confirms_is_the_runs_direction(hypotheses):
     """agent on-policy distillation's Qwen2.5-3B runs: cr3q4lay's AIME score rises +0.048 over 23 evaluations (clear,
     under the 0.064 that counts on its own) while its training score climbs -0.48 -> -0.33 (labelled learned from
