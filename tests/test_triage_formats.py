@@ -508,6 +508,32 @@ def test_areals_actor_and_rollout_stats_are_the_roles_triage_reads(tmp_path):
     assert held is not None and held.metric == "eval-rollout/reward" and held.points[0] == (3, 0.13)
 
 
+def test_areals_main_log_is_read_step_by_step_from_its_statistics_grids(tmp_path):
+    """AReaL's main.log: per training step its StatsLogger says "Epoch 1/1 Step 3/12 Train step 3/12 done." and prints
+    the step's statistics as a fancy_grid of name and value cells, four pairs a row, column-major, the last row padded
+    with empty cells."""
+    def grid(stats: dict[str, float]) -> str:
+        items = list(stats.items())
+        rows = [items[i::2] for i in range(2)]  # two rows, column-major, as tabulate_stats lays out 3-8 items
+        width = 30
+        lines = ["╒" + "╤".join("═" * width for _ in range(8)) + "╕"]
+        for row in rows:
+            cells = [text for name, value in row for text in (name, f"{value:.4e}")]
+            lines.append("│ " + " │ ".join(cell.ljust(width - 2) for cell in cells + [""] * (8 - len(cells))) + " │")
+        return "\n".join([*lines, "╘" + "╧".join("═" * width for _ in range(8)) + "╛"])
+
+    path = tmp_path / "main.log"
+    path.write_text("TrainController INFO: TrainController initialization complete\n" + "".join(
+        f"StatsLogger INFO: Epoch 1/1 Step {s}/12 Train step {s}/12 done.\nStatsLogger INFO: Stats (1/1):\n"
+        "StatsLogger INFO: \n" + grid({"ppo_actor/task_reward/avg": 0.3 + s / 50, "ppo_actor/update/entropy/avg": 0.5,
+                                       "ppo_actor/update/grad_norm": 0.2, "ppo_actor/no_eos_ratios/avg": 0.05,
+                                       "timeperf/train_step": 12.0}) + "\n" for s in range(1, 13)))
+    named = canonical(read_source(str(path)))
+    assert named.log.kind == "console"
+    assert named.log.series["reward"] == [(s, pytest.approx(0.3 + s / 50)) for s in range(1, 13)]
+    assert named.log.series["completions/clipped_ratio"][0] == (1, 0.05) and len(named.log.series["entropy"]) == 12
+
+
 def test_tensorboards_scalar_downloads_are_read_as_the_runs_they_are_of(tmp_path, run_cli):
     """TensorBoard's "Download CSV" writes one tag a file, `run-<run>-tag-<tag>.csv` with each "/" as "_": a folder
     of them is one run a run name, one of them is read with its run's other tags, and the tags are TRL's names."""

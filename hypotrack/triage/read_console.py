@@ -90,6 +90,10 @@ GROUP_LIST_MAX = 16
 # "=== ROLLOUT DETAILS (Step 12) ===", "GRPO Iteration 12"), then one quantity a line beneath it ("  Loss: 0.04",
 # "Rewards: min=0.2, mean=0.5, std=0.4"), after a logger's prefix where it prints one ("... | INFO | ").
 BLOCK_OPENS = re.compile(r"^\W*(?:[A-Za-z]+\s+){0,3}\(?(?:step|iteration|iter|update)\s*(\d+)\b", re.IGNORECASE)
+# ... or a line that says a training step of so many is done, wherever it says it (AReaL's StatsLogger: "Epoch 1/10
+# Step 3/934 Train step 3/9340 done.", then the step's statistics as a grid of name and value cells, four pairs a row:
+# "│ ppo_actor/task_reward/avg │ 4.1e-01 │ rollout/reward │ 4.1e-01 │ ...").
+BLOCK_DONE = re.compile(r"\btrain(?:ing)? step (\d+)/\d+ done\b", re.IGNORECASE)
 BLOCK_EVALUATION = re.compile(r"\b(?:eval\w*|validat\w*|test)\b", re.IGNORECASE)
 BLOCK_QUANTITY = re.compile(rf"^\s*([A-Za-z][\w ]{{0,40}}?)\s*:\s*{LOOP_VALUE}\s*$")
 BLOCK_STATISTICS = re.compile(rf"^\s*([A-Za-z][\w ]{{0,40}}?)\s*:\s*((?:[A-Za-z]\w*\s*=\s*{NUMBER}[,;\s]*)+)$")
@@ -313,7 +317,7 @@ def _step_blocks(lines: list[str]) -> list[tuple[int, dict[str, float]]]:
         if not line.strip() or line == previous:  # a logger that also echoes each line to the console
             continue
         previous = line
-        opens = BLOCK_OPENS.match(line)
+        opens = BLOCK_OPENS.match(line) or BLOCK_DONE.search(line)
         if opens:
             step = int(opens.group(1))
             evaluation = bool(BLOCK_EVALUATION.search(line))
@@ -324,16 +328,30 @@ def _step_blocks(lines: list[str]) -> list[tuple[int, dict[str, float]]]:
             continue
         quantities = blocks[-1][1]
         prefix = "eval/" if evaluation else ""
-        if (found := BLOCK_QUANTITY.match(line)) and not found.group(2).startswith("["):
+        if any(bar in line for bar in TABLE_BARS):
+            for name, value in _grid_pairs(_table_cells(line)):
+                quantities.setdefault(prefix + name, []).append(value)
+        elif (found := BLOCK_QUANTITY.match(line)) and not found.group(2).startswith("["):
             quantities.setdefault(prefix + loop_key(found.group(1)), []).extend(_loop_value(found.group(2)))
         elif found := BLOCK_STATISTICS.match(line):
             for name, value in re.findall(rf"([A-Za-z]\w*)\s*=\s*({NUMBER})", found.group(2)):
                 quantities.setdefault(f"{prefix}{loop_key(found.group(1))}_{name.lower()}", []).append(float(value))
     read = [(step, {key: values[0] for key, values in quantities.items() if len(values) == 1})
             for step, quantities in blocks]
-    if not any(key in STEP_KEYS_ANY or hand_written(key) for _, quantities in read for key in quantities):
+    if not any(key in STEP_KEYS_ANY or _read_quantity(key) for _, quantities in read for key in quantities):
         return []
     return [(step, quantities) for step, quantities in read if quantities]
+
+
+def _grid_pairs(cells: list[str]) -> list[tuple[str, float]]:
+    """A grid row's (name, value) pairs where its cells alternate a name and a number (a dict printed in columns, as
+    AReaL's StatsLogger prints a step's statistics), else none."""
+    cells = [cell for cell in cells if cell]
+    names, values = cells[0::2], [number(cell) for cell in cells[1::2]]
+    if not cells or len(names) != len(values) or any(v is None for v in values) or any(number(n) is not None
+                                                                                         for n in names):
+        return []
+    return list(zip(names, values))
 
 
 def _read_stepless_lines(text: str, log: RunLog) -> None:
