@@ -568,6 +568,8 @@ def test_9_a_loops_own_step_counter_and_summary_row_and_settings_are_read(hypoth
     assert canonical(log).log.series["frac_reward_zero_std"][-1] == (250, 1.0)
     summary_last = derived(str(corpus("minimindlab__r04c_target_grpo")))
     assert [s for s, _ in summary_last.series["task_reward/mean"]] == [10, 20, 30, 40, 50]
+    # five logged steps are a trend (the first two against the last two): 0.19, 0.20 -> 0.55, 0.66 is learning
+    assert run_progress(summary_last).state == "learning", run_progress(summary_last).sentence()
     log = read_source(str(corpus("minirl__dapo_learnability_lr3em7")))
     assert log.params["learning_rate"] == "3e-07" and len(log.series["reward"]) == 200
 

@@ -4,7 +4,8 @@ Read before any hypothesis is weighed, because a hypothesis explains a run that 
 reward climbs, a reading that matches a signature is present but not holding the run back.
 
 The trend compares the task reward's logged mean over the last quarter of the logged steps with its mean
-over the first quarter (the reward itself where no reward function is logged by name): a run that climbs,
+over the first quarter (the reward itself where no reward function is logged by name), three steps each or more,
+never the same step in both: two each where only MIN_STEPS (five) are logged, and fewer give no trend. A run that climbs,
 stalls or collapses part-way is read by where it ends against where it started, which a straight line
 through a collapse misreads. The change's uncertainty comes from the step-to-step noise (the spread of
 successive differences, robust to a trend or a single jump), widened for the noise's autocorrelation r
@@ -20,7 +21,7 @@ than its spread would make it (six points of an accuracy near 0.9 count, three n
 score without a spread is read against its level.
 
 Where the logs also hold a held-out score (heldout.py: the task measured on prompts the policy does not train
-on) with at least MIN_STEPS evaluations, it is read the same way over its evaluations and decides, as the runs'
+on) with at least MIN_EVALUATIONS evaluations, it is read the same way over its evaluations and decides, as the runs'
 own authors judge them: it is the task itself, and a training reward can climb while the run stays level or gets
 worse on unseen prompts (its training prompts memorised, a reward that pays for something else) or stay level
 while it improves on them. The training reward's reading is named beside it. A held-out change that is clear but
@@ -52,7 +53,10 @@ from .runlog import RunLog
 CLEAR_T = 2.0  # the change over its (autocorrelation-widened) standard error
 MIN_SHARE = 0.1  # the smallest change that counts, as a share of the reward's spread (or level)
 MIN_PASS_SHARE = 0.02  # and, for a reward with a passing score (an accuracy), two points of it
-MIN_STEPS = 6  # fewer logged steps than this give no trend worth a word
+MIN_STEPS = 5  # fewer logged steps than this give no trend worth a word
+# An evaluation is a pass over a small held-out set, each noisier than a logged step's batch: a held-out trend that
+# decides the reading needs more of them.
+MIN_EVALUATIONS = 6
 LEARNING, FLAT, WORSE, UNKNOWN = "learning", "flat", "getting worse", "unknown"
 # A flat run whose policy barely moves though its groups carry advantages (h26's signature reads it, policy/still):
 # at most this share of groups tied on average (most carry an advantage), a logged kl to the reference at most
@@ -145,7 +149,7 @@ def run_progress(log: RunLog, diverged: tuple[str, int] | None = None, heldout: 
                 break
     if heldout is None or diverged is not None:
         return progress
-    held = trend(heldout.metric, heldout.points, heldout.spread, heldout.pass_value)
+    held = trend(heldout.metric, heldout.points, heldout.spread, heldout.pass_value, MIN_EVALUATIONS)
     held.heldout = True
     if held.state == UNKNOWN:
         return progress
@@ -165,13 +169,14 @@ def _same_way(held: Progress, training: Progress) -> bool:
     return way != 0 and way * held.t >= CLEAR_T
 
 
-def trend(metric: str, points: list[tuple[int, float]], spread: float, pass_value: float) -> Progress:
+def trend(metric: str, points: list[tuple[int, float]], spread: float, pass_value: float,
+          fewest: int = MIN_STEPS) -> Progress:
     """Where ``points`` end against where they started, and whether the change counts (the module's statistics)."""
-    if len(points) < MIN_STEPS:
+    if len(points) < fewest:
         return Progress(UNKNOWN, metric, len(points), why=f"{len(points)} logged step(s) of {metric}; a trend needs "
-                                                          f"at least {MIN_STEPS}")
+                                                          f"at least {fewest}")
     values = [value for _, value in points]
-    k = max(3, len(values) // 4)
+    k = min(max(3, len(values) // 4), len(values) // 2)  # two windows that never overlap
     first, last = values[:k], values[-k:]
     start, end = statistics.fmean(first), statistics.fmean(last)
     change = end - start
