@@ -346,10 +346,10 @@ def _step_blocks(lines: list[str]) -> list[tuple[int, dict[str, float]]]:
 def _grid_pairs(cells: list[str]) -> list[tuple[str, float]]:
     """A grid row's (name, value) pairs where its cells alternate a name and a number (a dict printed in columns, as
     AReaL's StatsLogger prints a step's statistics), else none."""
-    cells = [cell for cell in cells if cell]
+    cells = [cell for cell in cells if cell]  # a short last row is padded with empty cells
     names, values = cells[0::2], [number(cell) for cell in cells[1::2]]
-    if not cells or len(names) != len(values) or any(v is None for v in values) or any(number(n) is not None
-                                                                                         for n in names):
+    alternate = len(names) == len(values) and all(number(name) is None for name in names)
+    if not cells or not alternate or None in values:
         return []
     return list(zip(names, values))
 
