@@ -33,6 +33,11 @@ MOVES_WITH_THE_MACHINE = {
                                 "h01's noise-tie clause asks it of every seed",
     ("flaky_judge", "h05"): "inconclusive there: the judge agreed with the task reward 0.78 of the time on average, "
                             "where h05 reads 0.8 as aligned",
+    ("cut_evidence", "h11"): "validated there at h11's threshold exactly (a tied share of 0.5 in the first steps): "
+                             "prompts cut of their evidence fail every completion alike, h11's mechanism downstream "
+                             "of h04's bug",
+    ("cut_span", "h11"): "validated there at h11's threshold exactly (a tied share of 0.5 in the first steps), as "
+                         "cut_evidence",
 }
 
 
