@@ -328,8 +328,9 @@ def _step_blocks(lines: list[str]) -> list[tuple[int, dict[str, float]]]:
             continue
         quantities = blocks[-1][1]
         prefix = "eval/" if evaluation else ""
-        if any(bar in line for bar in TABLE_BARS):
-            for name, value in _grid_pairs(_table_cells(line)):
+        # a line with a bar that is no grid of names and values is read as any other line
+        if grid := _grid_pairs(_table_cells(line)) if any(bar in line for bar in TABLE_BARS) else []:
+            for name, value in grid:
                 quantities.setdefault(prefix + name, []).append(value)
         elif (found := BLOCK_QUANTITY.match(line)) and not found.group(2).startswith("["):
             quantities.setdefault(prefix + loop_key(found.group(1)), []).extend(_loop_value(found.group(2)))
