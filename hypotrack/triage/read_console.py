@@ -444,7 +444,7 @@ def _read_trainer_dicts(text: str, log: RunLog, logging_steps: int | None) -> No
                 last_bar = (int(match.group(1)), int(match.group(2)))
     if not entries:
         return
-    entries, evaluations = _merged_by_step(entries, evaluations)
+    entries, evaluations = _merged_by_step(entries, evaluations, log)
     read = _last_training(entries, log)
     first = next(i for i, entry in enumerate(entries) if entry is read[0])
     entries = read
@@ -482,14 +482,23 @@ def _named_step(values: dict, before: str) -> tuple[int, int] | None:
     return (int(named.group(1)), NAMED_TOTAL) if named else None
 
 
-def _merged_by_step(entries: list[tuple[tuple[int, int] | None, dict]], evaluations: list[tuple[int, dict]]) -> tuple:
+def _merged_by_step(entries: list[tuple[tuple[int, int] | None, dict]], evaluations: list[tuple[int, dict]],
+                    log: RunLog) -> tuple:
     """Where every dict names its step, the dicts of one step as one (slime prints a rollout's and its update's apart,
-    Miles each update twice), in the order of their steps; an evaluation stays after the step it followed."""
+    Miles each update twice), in the order of their steps; an evaluation stays after the step it followed. A step
+    whose metric comes again with another value, after other steps, was logged again by a run resumed from a
+    checkpoint: its last values are read, and the step is noted in ``log.repeated`` as any source's repeated step."""
     if not all(named is not None and named[1] == NAMED_TOTAL for named, _ in entries):
         return entries, evaluations
     merged: dict[int, dict] = {}
+    previous = None
     for (step, _), values in entries:
-        merged.setdefault(step, {}).update(values)
+        again = step in merged and step != previous
+        before = merged.setdefault(step, {})
+        if again and any(before.get(key, raw) != raw for key, raw in values.items()):
+            log.repeated.append(step)
+        before.update(values)
+        previous = step
     steps = sorted(merged)
     after = [(sum(1 for step in steps if step <= entries[before - 1][0][0]) if before else 0, values)
              for before, values in evaluations]

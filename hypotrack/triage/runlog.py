@@ -72,8 +72,9 @@ class RunLog:
 
     def sort(self) -> "RunLog":
         """Points in step order, one per step: the last value logged at a step wins, so a resumed run that
-        logged some steps again is read from its last segment (the steps are noted in ``repeated``)."""
-        repeated: set[int] = set()
+        logged some steps again is read from its last segment (the steps are noted in ``repeated``, beside those a
+        reader already merged and noted)."""
+        repeated: set[int] = set(self.repeated)
         for name, points in self.series.items():
             if any(a[0] >= b[0] for a, b in zip(points, points[1:])):  # most sources log in order already
                 steps = [step for step, _ in points]
