@@ -615,6 +615,20 @@ def test_openrlhfs_step_status_on_its_console_and_in_its_trackers(tmp_path):
     assert canonical_name("train/actor_grad_norm") == "grad_norm" and canonical_name("train/ppo_kl") is None
 
 
+def test_a_resumed_runs_named_steps_are_read_from_its_last_segment_and_said(tmp_path):
+    """A console whose dicts name their step (OpenRLHF's `Global step N: {...}`) and that holds a run resumed from a
+    checkpoint prints the steps after the checkpoint again, with other values: the last ones are read, and the report
+    says those steps were logged twice, as for any other source."""
+    line = "[INFO] [ppo_trainer.py:547:fit] \u2728 Global step {s}: {{'policy_loss': -0.01, 'reward': {r}, 'kl': 0.01}}\n"
+    path = tmp_path / "train.log"
+    path.write_text("".join(line.format(s=s, r=0.1) for s in range(1, 13))
+                    + "".join(line.format(s=s, r=0.5) for s in range(9, 21)))
+    log = read_source(str(path))
+    assert log.series["reward"][7] == (8, 0.1) and log.series["reward"][8] == (9, 0.5) and len(log.series["reward"]) == 20
+    assert log.repeated == [9, 10, 11, 12]
+    assert any("steps 9-12 logged more than once" in said for said in log.findings(is_training_metric))
+
+
 def test_areals_actor_and_rollout_stats_are_the_roles_triage_reads(tmp_path):
     """AReaL logs its PPO actor's statistics under ppo_actor/ and its rollout workflow's under rollout/ (to W&B,
     TensorBoard and the tables of its main.log, which users extract to CSV): the task reward score, the entropy, the
