@@ -11,6 +11,7 @@ from hypotrack.errors import HypotrackError
 
 from .read_console import console_log
 from .runlog import RunLog
+from .values import decode_text
 
 NOTEBOOK = ".ipynb"
 # What an output holds, in the order read: the Trainer's table is HTML; printed text is a stream or plain text.
@@ -19,7 +20,7 @@ MIME_TYPES = ("text/html", "text/plain")
 
 def read_notebook(path: Path) -> RunLog:
     try:
-        notebook = json.loads(path.read_text(encoding="utf-8"))
+        notebook = json.loads(decode_text(path.read_bytes()))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise HypotrackError(f"{path}: not a readable notebook ({exc})") from None
     cells = notebook.get("cells") if isinstance(notebook, dict) else None

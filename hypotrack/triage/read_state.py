@@ -11,7 +11,7 @@ from hypotrack.cut_short import cut_short, json_unfinished_line
 from hypotrack.errors import HypotrackError
 
 from .runlog import RunLog
-from .values import non_empty, refuse_wrapped
+from .values import decode_text, non_empty, refuse_wrapped
 
 STATE_FILE = "trainer_state.json"
 # What the state itself says of the run's setup (the rest of the settings are in training_args.bin).
@@ -19,8 +19,9 @@ STATE_PARAMS = ("logging_steps", "max_steps", "train_batch_size")
 
 
 def load_json(path: Path) -> object:
+    """A JSON file's content, in the encodings decode_text reads (a Windows editor's byte-order mark, UTF-16)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = decode_text(path.read_bytes())
         return json.loads(text)
     except OSError as exc:
         raise HypotrackError(f"{path}: cannot read ({exc.strerror})") from None
@@ -28,7 +29,7 @@ def load_json(path: Path) -> object:
         line = json_unfinished_line(text, exc.pos)
         raise HypotrackError(f"{path}: not valid JSON: {cut_short(line)}" if line else
                              f"{path}: not valid JSON ({exc})") from None
-    except ValueError as exc:  # not UTF-8
+    except ValueError as exc:  # neither UTF-8 nor UTF-16
         raise HypotrackError(f"{path}: not valid JSON ({exc})") from None
 
 

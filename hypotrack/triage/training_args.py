@@ -19,6 +19,8 @@ from pathlib import Path
 
 from hypotrack.errors import HypotrackError
 
+from .values import decode_text
+
 ARGS_FILE = "training_args.bin"
 JSON_ARGS_FILE = "args.json"  # ms-swift's
 # The settings triage reads (the rest of the config is kept out of the report).
@@ -148,7 +150,7 @@ def settings(path: Path) -> dict[str, str]:
 def _json_args(path: Path) -> dict[str, object]:
     """A run's training arguments written as one JSON object (ms-swift's args.json)."""
     try:
-        fields = json.loads(path.read_text(encoding="utf-8"))
+        fields = json.loads(decode_text(path.read_bytes()))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise HypotrackError(f"{path}: not a readable JSON file of training arguments ({exc})") from None
     if not isinstance(fields, dict) or not ("learning_rate" in fields or "output_dir" in fields):
