@@ -1,6 +1,10 @@
 """Read a CSV exported from a tracker: a step column and one column per metric, or the long form with step,
 key (or metric, or tag) and value columns.
 
+Its delimiter is the one csv.Sniffer finds among DELIMITERS in its first lines: a comma, else the semicolon a
+spreadsheet writes in a locale whose decimal mark is the comma (its "0,25" is then read as 0.25), a tab (a .tsv, a
+loop's tab-separated print) or a bar.
+
 Several runs in one file are kept apart, one RunLog each: W&B's "<run> - <key>" headers (its __MIN / __MAX
 columns are dropped), or a text column that names the run (run, name, experiment, ...; or any text column
 that tells apart the rows logged at the same step). A step logged twice within one run is a resumed run.
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +30,10 @@ RUN_COLUMNS = ("run", "run_name", "run name", "run_id", "name", "experiment", "e
 W_AND_B_SEPARATOR = " - "
 # The long form's column of metric names: a tracker's, or TensorBoard's dataframe export (run, tag, step, value).
 LONG_FORM_NAMES = ("key", "metric", "tag")
+DELIMITERS = ",;\t|"
+SNIFFED_LINES = 5
+# A number written with a decimal comma, in a file whose cells a semicolon separates.
+DECIMAL_COMMA = re.compile(r"[-+]?\d*,\d+(?:[eE][-+]?\d+)?")
 
 
 def read_csv(path: Path) -> list[RunLog]:
@@ -89,10 +98,12 @@ def read_csv(path: Path) -> list[RunLog]:
 def _rows(path: Path) -> tuple[list[list[str]], str, int]:
     try:
         text = decode_text(path.read_bytes())
-        reader = csv.reader(io.StringIO(text, newline=""))
+        delimiter = _delimiter(text)
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
         rows, last_row_line = [], 1
         for line, row in iter_rows(reader):
-            rows.append(row)
+            rows.append(row if delimiter != ";" else
+                        [cell.replace(",", ".") if DECIMAL_COMMA.fullmatch(cell.strip()) else cell for cell in row])
             last_row_line = line
     except OSError as exc:
         raise HypotrackError(f"{path}: cannot read ({exc.strerror})") from None
@@ -101,6 +112,15 @@ def _rows(path: Path) -> tuple[list[list[str]], str, int]:
     if not rows:
         raise HypotrackError(f"{path}: the file is empty")
     return rows, text, last_row_line
+
+
+def _delimiter(text: str) -> str:
+    """The delimiter of the file's first lines (a comma where they do not tell)."""
+    head = "\n".join(text.splitlines()[:SNIFFED_LINES])
+    try:
+        return csv.Sniffer().sniff(head, delimiters=DELIMITERS).delimiter
+    except csv.Error:
+        return ","
 
 
 def iter_rows(reader) -> Iterator[tuple[int, list[str]]]:
