@@ -686,3 +686,14 @@ def test_11_a_loops_advantage_std_of_0_marks_a_step_where_every_group_tied(hypot
     log = derived(str(corpus("rookworldrlvr__mini_continuous_fixed")))
     assert statistics.fmean(v for _, v in log.series["reward_std"]) > 0.2
     assert last(log, "ties/whole_steps") == pytest.approx(20 / 26)
+
+
+def test_13_groups_tied_while_the_batch_spreads_are_a_reward_that_scores_the_prompt(hypotheses):
+    """RookWorld's scorer paid each kind of task a constant (every P: completion 0.212, every A: 1.0; the authors
+    name and fix the bug): 8 sampled completions of a prompt always scored alike, different prompts differently.
+    At 19 of its 26 steps the advantages are 0 everywhere while the batch's reward std is about 0.3, which names
+    h13 first (the batch's spread still counts a little against it: it cannot tell a prompt's from a completion's)."""
+    log = derived(str(corpus("rookworldrlvr__mini_continuous_fixed")))
+    assert last(log, "ties/between_prompts_only") == pytest.approx(19 / 26)
+    report = triage(str(corpus("rookworldrlvr__mini_continuous_fixed")), hypotheses)
+    assert [entry.id for entry in report.suspects()][:1] == ["h13"], [(e.id, e.evidence) for e in report.ranking[:4]]

@@ -96,6 +96,9 @@ DERIVED_METRICS: dict[str, str] = {
     "ties/whole_steps": "run: where frac_reward_zero_std is not logged, the share of logged steps whose reward_std "
                         "or (a loop's) advantage std is 0 (every group of the step tied): a lower bound on the share "
                         "of groups tied at a typical step",
+    "ties/between_prompts_only": "run: where a loop logs its advantages' std and its batch's reward std, the share "
+                                 "of logged steps whose advantage std is 0 (every group tied) while the reward std "
+                                 "is not: each prompt's completions scored alike, different prompts differently",
     "learning_rate/spent_early": "1 at a step whose logged learning rate is below 5% of its peak so far while a "
                                  "quarter or more of the run's logged steps remain, else 0",
     "ties/excess_over_independent": "a lone 0/1 task reward's share of tied groups (frac_reward_zero_std) minus "

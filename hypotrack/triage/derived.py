@@ -65,6 +65,7 @@ def add_derived(log: RunLog, roles: Roles) -> None:
     _implied_kl_coefficient(log)
     _undercounted_ties(log)
     _whole_steps_tied(log)
+    _ties_between_prompts_only(log)
     _learning_rate_spent(log)
     _summed_weight_off(log)
     if roles.task is not None and not roles.auxiliary:
@@ -256,6 +257,17 @@ def _whole_steps_tied(log: RunLog) -> None:
             tied[step] = tied.get(step, False) or value <= FLAT_STD
     if len(tied) >= MIN_TIED_ROWS:
         _put(log, "ties/whole_steps", [(_run_value(log), sum(tied.values()) / len(tied))])
+
+
+def _ties_between_prompts_only(log: RunLog) -> None:
+    # A loop that logs both its advantages' std and its batch's reward std: at a step where the advantages are 0 for
+    # every completion (every group tied) while the batch's rewards spread, each prompt's completions scored alike and
+    # different prompts scored differently. The share of such steps, among those with both logged.
+    advantage, spread = _by_step(log, ADVANTAGE_STD), _by_step(log, "reward_std")
+    steps = [step for step in advantage if step in spread]
+    if len(steps) >= MIN_TIED_ROWS:
+        between = sum(1 for step in steps if advantage[step] <= FLAT_STD < spread[step])
+        _put(log, "ties/between_prompts_only", [(_run_value(log), between / len(steps))])
 
 
 def _learning_rate_spent(log: RunLog) -> None:
