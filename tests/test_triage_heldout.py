@@ -99,6 +99,27 @@ def test_a_reward_that_swings_between_batches_is_read_by_its_halves_as_well_as_i
         assert progress.state == state, (values, progress.sentence())
 
 
+def test_a_change_is_clear_exactly_where_the_95_percent_interval_the_report_prints_leaves_0_out() -> None:
+    """The verdict and the interval in its sentence never disagree. A reward that steps down half-way by a shift
+    running from well inside its noise to well beyond it (its halves then move as its quarters do): the run is read
+    as getting worse exactly where the printed 95% interval leaves 0 out and the change is large enough to count,
+    and flat everywhere else, a t of 1.97 included."""
+    import random
+
+    from hypotrack.triage.progress import trend
+
+    rng = random.Random(7)
+    readings = []
+    for shift in [i / 400 for i in range(0, 120)]:
+        values = [0.5 + rng.gauss(0, 0.05) for _ in range(20)] + [0.5 - shift + rng.gauss(0, 0.05) for _ in range(20)]
+        progress = trend("reward", list(enumerate(values)), 0.3, 0.0)
+        clear = progress.change_high < 0 and progress.change <= -progress.smallest_change
+        assert (progress.state == "getting worse") == clear, progress.sentence()
+        readings.append(progress)
+    assert any(1.96 <= -p.t < 2.0 and p.state == "getting worse" for p in readings)
+    assert any(p.state == "flat" for p in readings) and any(p.state == "getting worse" for p in readings)
+
+
 def test_fewer_evaluations_than_a_trend_needs_leave_the_training_reading() -> None:
     log = logged({"reward": series(RISING), "reward_std": series([0.3] * 12)})
     held = heldout_score(logged({"eval/pass_at_1": series(LEVEL[:5], every=10)}), None)

@@ -53,7 +53,9 @@ from .heldout import HeldOut
 from .keys import ADVANTAGE_STD
 from .runlog import RunLog
 
-CLEAR_T = 2.0  # the change over its (autocorrelation-widened) standard error
+# The change over its (autocorrelation-widened) standard error: 1.96, the two-sided 95% interval the report prints,
+# so a change is clear exactly where that interval leaves 0 out.
+CLEAR_T = 1.96
 HALVES_T = 1.0  # and the halves' change, the same way, over its own
 MIN_SHARE = 0.1  # the smallest change that counts, as a share of the reward's spread (or level)
 MIN_PASS_SHARE = 0.02  # and, for a reward with a passing score (an accuracy), two points of it
@@ -196,7 +198,7 @@ def trend(metric: str, points: list[tuple[int, float]], spread: float, pass_valu
         state = WORSE
     else:
         state = FLAT
-    half = 1.96 * stderr
+    half = CLEAR_T * stderr
     return Progress(state, metric, len(points), points[0][0], points[-1][0], start, end, change, change - half,
                     change + half, t, smallest)
 
