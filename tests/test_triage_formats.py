@@ -25,7 +25,7 @@ import pytest
 
 from hypotrack.errors import HypotrackError
 from hypotrack.triage.keys import canonical, canonical_name, is_training_metric
-from hypotrack.triage.runlog import STEPS_ASSUMED, RunLog
+from hypotrack.triage.runlog import PRIOR_TRAINING, STEPS_ASSUMED, RunLog
 from hypotrack.triage.sources import read_runs, read_source
 from hypotrack.triage.training_args import read_training_args, settings
 
@@ -870,6 +870,8 @@ def test_a_console_log_of_an_sft_warm_up_then_grpo_reads_the_grpo_training(tmp_p
     assert log.series["reward"][0] == (5, 0.41) and len(log.series["reward"]) == 12
     assert len(log.series["learning_rate"]) == 12  # the warm-up's decaying rate is not GRPO's schedule
     assert any("2 trainings" in said and "10 logged steps without rewards" in said for said in log.said), log.said
+    # the GRPO run starts from the warm-up's policy: its first step's KL is not read as the reference's
+    assert log.params.get(PRIOR_TRAINING) and any("supervised stage" in said for said in log.said), log.said
 
 
 @pytest.mark.parametrize("line", ["[xlam100] {s:3d}/100 | loss={loss:.4f} | reward={reward:.3f}",

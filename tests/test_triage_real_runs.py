@@ -700,3 +700,13 @@ def test_13_groups_tied_while_the_batch_spreads_are_a_reward_that_scores_the_pro
     assert last(log, "ties/between_prompts_only") == pytest.approx(19 / 26)
     report = triage(str(corpus("rookworldrlvr__mini_continuous_fixed")), hypotheses)
     assert [entry.id for entry in report.suspects()][:1] == ["h13"], [(e.id, e.evidence) for e in report.ranking[:4]]
+
+
+def test_18_a_kl_at_step_1_after_a_supervised_stage_in_the_same_notebook_is_no_wrong_reference(hypotheses):
+    """grpo-hands-on's copy of Unsloth's Qwen3 (4B) notebook primes the format with SFT (a 23-row progress table
+    without rewards), then trains GRPO on the same LoRA adapters (a 40-row table): its kl of 0.15 at step 1 is the
+    SFT stage's distance from the reference (the adapters switched off), and the run learned. The report says so
+    and h18 is no suspect."""
+    report = triage(str(corpus("grpohandson__qwen3_4b_base_dapo_math")), hypotheses)
+    assert any("23 logged steps without a reward" in found for found in report.findings), report.findings
+    assert "h18" not in [e.id for e in report.suspects()], report.ranking_record()

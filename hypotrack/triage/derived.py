@@ -15,7 +15,7 @@ from hypotrack.reading import aggregate_steps
 from .keys import ADVANTAGE_STD
 from .progress import LEARNING, STILL, STILL_UNSEEN, WORSE, Progress, trend
 from .roles import Roles
-from .runlog import HAND_WRITTEN, STEPS_ASSUMED, Points, RunLog
+from .runlog import HAND_WRITTEN, PRIOR_TRAINING, STEPS_ASSUMED, Points, RunLog
 
 # A task reward whose mean is the same number at this many logged steps or more scores every completion alike.
 CONSTANT_STEPS = 10
@@ -333,14 +333,15 @@ def _first_step_kl(log: RunLog) -> None:
     Only TRL's step-1 KL is read as the reference's: it scores the policy and the reference with one model and
     one kernel there, so a correct reference reads 0. A hand-written loop (runlog.HAND_WRITTEN) often scores one
     side in another engine, precision or batch (a vLLM generator's logprobs), and its first step carries that
-    floor (5e-4 in a loop that went on to learn).
+    floor (5e-4 in a loop that went on to learn). Nor is it after a supervised stage in the same log
+    (runlog.PRIOR_TRAINING): the run starts from that stage's policy, its LoRA reference from the model before it.
     """
     points = log.series.get("kl", [])
     if not points:
         return
     first_step, first = points[0]
     if (first_step <= 1 and log.params.get("logging_steps", "1") in ("1", "1.0") and not log.params.get(STEPS_ASSUMED)
-            and not log.params.get(HAND_WRITTEN)):
+            and not log.params.get(HAND_WRITTEN) and not log.params.get(PRIOR_TRAINING)):
         _put(log, "kl/first_step", [(first_step, first)])
     early = [value for _, value in points[:EARLY_ROWS]]
     if len(early) == EARLY_ROWS:

@@ -40,7 +40,7 @@ from hypotrack.errors import HypotrackError
 
 from .keys import END_OF_TRAINING, EVAL_PREFIXES, canonical_name, evaluation_body, hand_written, loop_key
 from .read_html_table import has_progress_table, read_progress_table
-from .runlog import HAND_WRITTEN, STEPS_ASSUMED, RunLog
+from .runlog import HAND_WRITTEN, PRIOR_TRAINING, PRIOR_TRAINING_SAID, STEPS_ASSUMED, RunLog
 from .values import STEP_KEYS, non_empty, number, step_key, step_number
 
 # A tqdm bar's position: "  5/100 [00:10<03:10, ...]".
@@ -523,9 +523,14 @@ def _last_training(entries: list[tuple[tuple[int, int] | None, dict]], log: RunL
     chosen = (grpo or trainings)[-1]
     others = ", ".join(f"{len(t)} logged steps{' of GRPO' if _is_grpo(t[0][1]) else ' without rewards'}"
                        for t in trainings if t is not chosen)
+    supervised_first = grpo and not _is_grpo(trainings[trainings.index(chosen) - 1][0][1])
     log.said.append(f"the console log holds {len(trainings)} trainings (a new one starts where the epoch starts over "
                     f"or rewards start or stop being logged): read the last {'GRPO ' if grpo else ''}one, "
-                    f"{len(chosen)} logged steps; not read: {others}")
+                    f"{len(chosen)} logged steps; not read: {others}"
+                    + (f"; the one without rewards just before it is a supervised stage: {PRIOR_TRAINING_SAID}"
+                       if supervised_first else ""))
+    if supervised_first:
+        log.params[PRIOR_TRAINING] = "1"
     return chosen
 
 

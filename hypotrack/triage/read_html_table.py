@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-from .runlog import RunLog
+from .runlog import PRIOR_TRAINING, PRIOR_TRAINING_SAID, RunLog
 from .values import number
 
 TABLE = re.compile(r"<table\b.*?</table>", re.IGNORECASE | re.DOTALL)
@@ -32,6 +32,11 @@ def read_progress_table(text: str, log: RunLog) -> bool:
     if not tables:
         return False
     header, *body = tables[-1]
+    earlier = [rows for rows in tables[:-1] if not _has_reward(rows[0])]
+    if earlier and _has_reward(header):
+        log.params[PRIOR_TRAINING] = "1"
+        log.said.append(f"the notebook's progress table of {len(earlier[-1]) - 1} logged steps without a reward, "
+                        f"before the GRPO one, is an earlier training (a supervised stage): {PRIOR_TRAINING_SAID}")
     keys = [LOSSES.get(name.lower(), re.sub(r"\s*/\s*", "/", name)) for name in header]
     for row in body:
         step = number(row[0]) if row else None
@@ -41,6 +46,10 @@ def read_progress_table(text: str, log: RunLog) -> bool:
             log.add(key, int(step), number(cell))  # "No Log" is no number: not logged at that step
     log.said.append(f"read the progress table the Trainer drew in the notebook ({len(body)} logged steps)")
     return True
+
+
+def _has_reward(header: list[str]) -> bool:
+    return any(name.lower().startswith("reward") for name in header)
 
 
 def _is_progress(rows: list[list[str]]) -> bool:

@@ -26,6 +26,14 @@ STEPS_ASSUMED = "steps_assumed"
 # printed table): its names and estimators are the loop's own, and its kl may be the signed mean log-ratio (k1),
 # which goes below 0 whenever the sampled completions are likelier under the reference, not TRL's k3, which cannot.
 HAND_WRITTEN = "hand_written_loop"
+# The param a reader sets when the log holds a training before the GRPO one it reads (a supervised stage first, in one
+# script's output): the GRPO run starts from that stage's policy, while a LoRA run's reference (its adapters switched
+# off) is the model before it, so a KL above 0 at its step 1 is that stage's distance, not a wrong reference.
+PRIOR_TRAINING = "prior_training"
+# What the reader says of it, after naming the earlier training.
+PRIOR_TRAINING_SAID = ("the GRPO run starts from that training's policy, and where both train LoRA adapters its "
+                       "reference (the adapters switched off) is the model before it: a KL above 0 at its first step "
+                       "can be that stage's distance, so it is not read as a wrong reference")
 
 
 @dataclass
