@@ -494,10 +494,10 @@ def _merged_by_step(entries: list[tuple[tuple[int, int] | None, dict]], evaluati
     previous = None
     for (step, _), values in entries:
         again = step in merged and step != previous
-        before = merged.setdefault(step, {})
-        if again and any(before.get(key, raw) != raw for key, raw in values.items()):
+        known = merged.setdefault(step, {})
+        if again and any(known.get(key, raw) != raw for key, raw in values.items()):
             log.repeated.append(step)
-        before.update(values)
+        known.update(values)
         previous = step
     steps = sorted(merged)
     after = [(sum(1 for step in steps if step <= entries[before - 1][0][0]) if before else 0, values)
@@ -523,7 +523,8 @@ def _last_training(entries: list[tuple[tuple[int, int] | None, dict]], log: RunL
     chosen = (grpo or trainings)[-1]
     others = ", ".join(f"{len(t)} logged steps{' of GRPO' if _is_grpo(t[0][1]) else ' without rewards'}"
                        for t in trainings if t is not chosen)
-    supervised_first = grpo and not _is_grpo(trainings[trainings.index(chosen) - 1][0][1])
+    at = trainings.index(chosen)
+    supervised_first = bool(grpo) and at > 0 and not _is_grpo(trainings[at - 1][0][1])
     log.said.append(f"the console log holds {len(trainings)} trainings (a new one starts where the epoch starts over "
                     f"or rewards start or stop being logged): read the last {'GRPO ' if grpo else ''}one, "
                     f"{len(chosen)} logged steps; not read: {others}"

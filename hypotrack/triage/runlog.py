@@ -28,7 +28,7 @@ STEPS_ASSUMED = "steps_assumed"
 HAND_WRITTEN = "hand_written_loop"
 # The param a reader sets when the log holds a training before the GRPO one it reads (a supervised stage first, in one
 # script's output): the GRPO run starts from that stage's policy, while a LoRA run's reference (its adapters switched
-# off) is the model before it, so a KL above 0 at its step 1 is that stage's distance, not a wrong reference.
+# off) is the model before it, so a KL above 0 at its step 1 can be that stage's distance, not a wrong reference.
 PRIOR_TRAINING = "prior_training"
 # What the reader says of it, after naming the earlier training.
 PRIOR_TRAINING_SAID = ("the GRPO run starts from that training's policy, and where both train LoRA adapters its "
