@@ -872,6 +872,9 @@ def test_a_console_log_of_an_sft_warm_up_then_grpo_reads_the_grpo_training(tmp_p
     assert any("2 trainings" in said and "10 logged steps without rewards" in said for said in log.said), log.said
     # the GRPO run starts from the warm-up's policy: its first step's KL is not read as the reference's
     assert log.params.get(PRIOR_TRAINING) and any("supervised stage" in said for said in log.said), log.said
+    path.write_text("GRPO starts\n" + grpo + "SFT after it\n" + sft)  # a training after the GRPO one is no stage before it
+    log = read_source(str(path))
+    assert len(log.series["reward"]) == 12 and not log.params.get(PRIOR_TRAINING), log.said
 
 
 @pytest.mark.parametrize("line", ["[xlam100] {s:3d}/100 | loss={loss:.4f} | reward={reward:.3f}",
