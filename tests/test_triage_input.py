@@ -14,6 +14,10 @@ from hypotrack.triage.sources import read_source
 ROWS = "step,loss,reward\n" + "".join(f"{step},{0.5 - step / 100},{step / 40}\n" for step in range(1, 11))
 
 
+STATE = json.dumps({"log_history": [{"step": step, "loss": 0.5 - step / 100, "reward": step / 40} for step in range(1, 11)]})
+RECORDS = "\n".join(json.dumps(row) for row in json.loads(STATE)["log_history"])
+
+
 @pytest.mark.parametrize("name, data", [
     ("utf16.csv", ROWS.encode("utf-16")),  # Excel's "Unicode text": a byte-order mark, then UTF-16
     ("utf16-no-mark.csv", ROWS.encode("utf-16-le")),
@@ -22,23 +26,11 @@ ROWS = "step,loss,reward\n" + "".join(f"{step},{0.5 - step / 100},{step / 40}\n"
     ("semicolons.csv", ROWS.replace(",", ";").replace(".", ",").encode()),
     ("tabs.tsv", ROWS.replace(",", "\t").encode()),  # a loop that prints its metrics tab-separated
     ("tabs.txt", ROWS.replace(",", "\t").encode()),
-])
-def test_reads_csv_exports_in_any_encoding_and_delimiter_spreadsheets_write(tmp_path, name, data):
-    (tmp_path / name).write_bytes(data)
-    log = read_source(str(tmp_path / name))
-    assert log.series["loss"][:2] == [(1, 0.49), (2, 0.48)] and len(log.series["reward"]) == 10
-
-
-STATE = json.dumps({"log_history": [{"step": step, "loss": 0.5 - step / 100, "reward": step / 40} for step in range(1, 11)]})
-
-
-@pytest.mark.parametrize("name, data", [
     ("trainer_state.json", codecs.BOM_UTF8 + STATE.encode()),  # re-saved by a Windows editor
     ("trainer_state.json", STATE.encode("utf-16")),  # piped through PowerShell, whose redirection writes UTF-16
-    ("records.jsonl", STATE.encode("utf-16")[:2] + "\n".join(json.dumps(row) for row in json.loads(STATE)[
-        "log_history"]).encode("utf-16-le")),
+    ("records.jsonl", RECORDS.encode("utf-16")),
 ])
-def test_reads_json_files_in_the_encodings_csv_exports_are_read_in(tmp_path, name, data):
+def test_reads_exports_in_the_encodings_and_delimiters_spreadsheets_and_shells_write(tmp_path, name, data):
     (tmp_path / name).write_bytes(data)
     log = read_source(str(tmp_path / name))
     assert log.series["loss"][:2] == [(1, 0.49), (2, 0.48)] and len(log.series["reward"]) == 10
