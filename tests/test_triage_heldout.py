@@ -102,8 +102,8 @@ def test_a_reward_that_swings_between_batches_is_read_by_its_halves_as_well_as_i
 def test_a_change_is_clear_exactly_where_the_95_percent_interval_the_report_prints_leaves_0_out() -> None:
     """The verdict and the interval in its sentence never disagree. A reward that steps down half-way by a shift
     running from well inside its noise to well beyond it (its halves then move as its quarters do): the run is read
-    as getting worse exactly where the printed 95% interval leaves 0 out and the change is large enough to count,
-    and flat everywhere else, a t of 1.97 included."""
+    as getting worse exactly where the printed 95% interval leaves 0 out and the change is large enough to count
+    (a t of 1.97 included), and flat everywhere else."""
     import random
 
     from hypotrack.triage.progress import trend

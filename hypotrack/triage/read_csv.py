@@ -115,8 +115,9 @@ def _rows(path: Path) -> tuple[list[list[str]], str, int]:
 
 
 def _delimiter(text: str) -> str:
-    """The delimiter of the file's first lines (a comma where they do not tell)."""
-    head = "\n".join(text.splitlines()[:SNIFFED_LINES])
+    """The delimiter of the file's first lines (a comma where they do not tell); only those lines are split off, a
+    large export is not split whole for them."""
+    head = "\n".join(line.rstrip("\r") for line in text.split("\n", SNIFFED_LINES)[:SNIFFED_LINES])
     try:
         return csv.Sniffer().sniff(head, delimiters=DELIMITERS).delimiter
     except csv.Error:
