@@ -151,15 +151,16 @@ def cut_at(rel: str, marker: str):
 
 
 def trainer_state_cut_short(project: Path, tmp: Path) -> None:
+    """Cut inside its first logged step: no step is whole (a file cut later is read up to its last whole step)."""
     history = [{"step": step, "loss": 0.5 - step / 100, "reward": step / 40} for step in range(1, 41)]
     text = json.dumps({"log_history": history, "max_steps": 40}, indent=2)
     (tmp / "run").mkdir()
-    (tmp / "run" / "trainer_state.json").write_text(text[:text.index('"step": 31') + 4])
+    (tmp / "run" / "trainer_state.json").write_text(text[:text.index('"step": 1') + 4])
 
 
 def csv_cut_short(project: Path, tmp: Path) -> None:
-    lines = ["step,loss,reward", *(f"{step},{0.5 - step / 100},{step / 40}" for step in range(1, 31))]
-    (tmp / "run.csv").write_text("\n".join(lines) + "\n31,0.1")
+    """Cut inside its first row (a file cut later is read up to its last whole row)."""
+    (tmp / "run.csv").write_text("step,loss,reward\n1,0.5")
 
 
 ALIAS_BOMB = "bomb:\n  a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
@@ -502,7 +503,7 @@ CORPUS = [
      [r"trainer_state\.json: not valid JSON: the file ends before the value that starts at line \d+: was the run "
       r"interrupted while writing it\?"]),
     ("csv-export-cut-short", "tracebacks", csv_cut_short, ["triage", "{tmp}/run.csv"],
-     [r"run\.csv: the file ends before the value that starts at line 32: was the run interrupted"]),
+     [r"run\.csv: the file ends before the value that starts at line 2: was the run interrupted"]),
     ("hypothesis-cut-short", "yaml", cut_at(H06, "hooks: [lora_sync, wei"), ["validate"],
      [r"h06_lora_weight_sync\.yaml:(\d+): \(document\): invalid YAML: the file ends before the value that starts at "
       r"line \1: was the run interrupted"]),

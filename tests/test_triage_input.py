@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 
 import pytest
 
@@ -34,6 +35,31 @@ def test_reads_exports_in_the_encodings_and_delimiters_spreadsheets_and_shells_w
     (tmp_path / name).write_bytes(data)
     log = read_source(str(tmp_path / name))
     assert log.series["loss"][:2] == [(1, 0.49), (2, 0.48)] and len(log.series["reward"]) == 10
+
+
+LONG_STATE = json.dumps({"log_history": [{"step": step, "loss": 0.5 - step / 100, "reward": step / 40,
+                                           "completions": {"mean_length": 90.0 + step}} for step in range(1, 41)],
+                         "logging_steps": 1}, indent=2)
+RECORDS_40 = json.dumps(json.loads(LONG_STATE)["log_history"])  # a loop's json.dump of its list of records
+
+
+@pytest.mark.parametrize("name, text, said", [
+    # killed inside step 31's nested value: the 30 whole steps before it, the rest of the file closed off
+    ("trainer_state.json", LONG_STATE[:LONG_STATE.index('"mean_length": 121') + 10],
+     r"trainer_state\.json ends in the middle of a value, .*read up to its last whole value \(from line \d+ on"),
+    ("metrics.json", RECORDS_40[:RECORDS_40.index('"step": 31') + 4], "ends in the middle of a value"),
+    ("metrics.csv", "step,loss,reward\n" + "".join(f"{s},{0.5 - s / 100},{s / 40}\n" for s in range(1, 31)) + "31,0.1",
+     r"ends inside its last row \(line 32\), as a run still writing it leaves it"),
+    ("metrics.jsonl", "".join(json.dumps({"step": s, "loss": 0.5 - s / 100, "reward": s / 40}) + "\n"
+                              for s in range(1, 31)) + '{"step": 31, "lo',
+     r"ends inside its last record \(line 31\)"),
+])
+def test_a_log_cut_short_is_read_up_to_its_last_whole_step_and_said(tmp_path, name, text, said):
+    """What a run killed while writing its log leaves, or a copy of a log taken while the run wrote it."""
+    (tmp_path / name).write_text(text)
+    log = read_source(str(tmp_path / name))
+    assert [step for step, _ in log.series["reward"]][-1] == 30 and len(log.series["loss"]) == 30
+    assert any(re.search(said, sentence) for sentence in log.said), log.said
 
 
 @pytest.mark.parametrize("cell", ["tensor(0.4500)", "tensor(0.45, device='cuda:0')", "np.float64(0.3)"])

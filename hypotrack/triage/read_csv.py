@@ -40,9 +40,10 @@ def read_csv(path: Path) -> list[RunLog]:
     """Every run the export holds (most hold one)."""
     rows, text, last_row_line = _rows(path)
     unfinished = csv_unfinished_line(text, rows, last_row_line)
-    if unfinished:
-        raise HypotrackError(f"{path}: {cut_short(unfinished)} (its last row is incomplete: remove it to read the "
-                             "rows before it)")
+    if unfinished and len(rows) == 2:
+        raise HypotrackError(f"{path}: {cut_short(unfinished)} (its only row is incomplete)")
+    if unfinished:  # a run killed while writing its last row, or a copy taken while it was written
+        rows = rows[:-1]
     header = [column.strip() for column in rows[0]]
     step_column = step_key(header)
     step_at = header.index(step_column) if step_column is not None else None
@@ -88,10 +89,14 @@ def read_csv(path: Path) -> list[RunLog]:
             log_of(run or row_run).add(key, step, value)
     if not logs:
         raise HypotrackError(f"{path}: no numeric metrics logged")
-    if stepless:
-        for log in logs.values():
+    for log in logs.values():
+        if unfinished:
+            log.said.append(f"the file ends inside its last row (line {unfinished}), as a run still writing it leaves "
+                            "it: the rows before it are read")
+        if stepless:
             log.said.append(f"{len(stepless)} row(s) with an empty {header[step_at]!r} (line {stepless[0]}"
-                            f"{' ...' if len(stepless) > 1 else ''}) are no step, such as a summary at the end: left out")
+                            f"{' ...' if len(stepless) > 1 else ''}) are no step, such as a summary at the end: "
+                            "left out")
     return [non_empty(log.sort()) for log in logs.values()]
 
 

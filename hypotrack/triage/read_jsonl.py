@@ -24,9 +24,9 @@ from .values import STEP_KEYS, decode_text, non_empty, number, refuse_wrapped, s
 
 def read_records(path: Path, records: list | None = None) -> RunLog:
     """``records`` when the caller already parsed a JSON list; else the file's lines, one object each."""
-    if records is None:
-        records = _lines(path)
     log = RunLog(source=str(path), kind="jsonl")
+    if records is None:
+        records = _lines(path, log.said)
     counted = 0
     flats = [(position, dict(_flatten(_open_envelope(record)))) for position, record in enumerate(records, start=1)
              if isinstance(record, dict)]
@@ -96,20 +96,23 @@ def _is_evaluation(record: dict) -> bool:
     return any(str(record.get(key, "")).strip().lower() in EVALUATION_PASSES for key in PASS_KEYS)
 
 
-def _lines(path: Path) -> list:
+def _lines(path: Path, said: list[str]) -> list:
     try:
         text = decode_text(path.read_bytes())
     except (OSError, UnicodeDecodeError) as exc:
         raise HypotrackError(f"{path}: cannot read ({exc})") from None
     records = []
-    for number_of_line, line in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    for number_of_line, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError:
-            if number_of_line == len(text.splitlines()):
-                break  # a run killed while writing its last line: the lines before it are whole
+            if number_of_line == len(lines):  # a run killed while writing its last line: the lines before are whole
+                said.append(f"the file ends inside its last record (line {number_of_line}), as a run still writing "
+                            "it leaves it: the records before it are read")
+                break
             raise HypotrackError(f"{path}:{number_of_line}: not a JSON object ({line.strip()[:60]!r}); a JSONL "
                                  "metrics file holds one object per line") from None
     return records

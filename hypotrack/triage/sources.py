@@ -368,20 +368,18 @@ def _read_file(path: Path) -> list[RunLog]:
         what = NOT_METRICS.get(suffix, "a binary file")
         raise HypotrackError(f"{path}: {what}, not a log of the run's metrics; {WHAT_TO_PASS}")
     if suffix == ".json" or head.lstrip().startswith((b"{", b"[")):
+        cut_note: list[str] = []  # what load_json says of a file it read only up to its last whole value
         try:
-            content = _json_document(path, head)
+            content = _json_document(path, head, cut_note)
         except HypotrackError:
             if suffix == ".json":
                 raise
             content = None  # a log whose first line starts with '[' or '{' ("[rank0] ...", "[gating] ..."): text
-        if is_trainer_state(content) or (isinstance(content, dict) and STATE_MARKS & set(content)):
-            return [read_trainer_state(path, content)]  # a trainer_state.json without its log says so
-        if isinstance(content, list):
-            return [read_records(path, content)]
-        if isinstance(content, dict):
-            return [_one_record_file(path, content)]
-        if suffix == ".json" and content is None:
-            return [read_records(path)]
+        logs = _json_logs(path, suffix, content)
+        for log in logs:
+            log.said[:0] = cut_note
+        if logs:
+            return logs
     text = log_text(head)
     if suffix == ".jsonl" or _first_line_is_object(text):
         return [read_records(path)]
@@ -409,12 +407,25 @@ def _binary(head: bytes) -> bool:
     return b"\x00" in head[:1024] and not (len(head) >= 4 and head[1] == 0 and head[3] == 0)
 
 
-def _json_document(path: Path, head: bytes) -> object:
+def _json_document(path: Path, head: bytes, said: list[str]) -> object:
     """The file as one JSON document; None when it holds one object per line (an object at the start of a later
     line: pretty-printed JSON indents its nested objects)."""
     if head.lstrip().startswith(b"{") and b"\n{" in path.read_bytes().rstrip():
         return None
-    return load_json(path)
+    return load_json(path, said)
+
+
+def _json_logs(path: Path, suffix: str, content: object) -> list[RunLog]:
+    """The runs of a JSON document, by what it holds; none where it is not one (a text log that starts with '[')."""
+    if is_trainer_state(content) or (isinstance(content, dict) and STATE_MARKS & set(content)):
+        return [read_trainer_state(path, content)]  # a trainer_state.json without its log says so
+    if isinstance(content, list):
+        return [read_records(path, content)]
+    if isinstance(content, dict):
+        return [_one_record_file(path, content)]
+    if suffix == ".json" and content is None:
+        return [read_records(path)]
+    return []
 
 
 def _one_record_file(path: Path, content: dict) -> RunLog:
