@@ -1120,6 +1120,8 @@ def test_a_console_log_in_another_encoding_is_read_as_the_same_log(tmp_path, enc
     ("run-q94rd60i.swanlab", b":SWL\xd6\xe1\x02o\xcfq\xacH\x00\x01", "a SwanLab run file"),
     ("metrics.csv", b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 84950\n", "a Git LFS pointer"),
     ("wandb-summary.json", b'{"train/reward": 0.5, "_step": 100}', "W&B's summary of the run"),
+    # a loop's f.write(f"{step},{total},{loss},{reward}\n") with no header: nothing names a column
+    ("train_metrics.csv", b"1,50,-1.239144,0.250000,287.75\n2,50,-3.203884,0.250000,295.0\n", "no header line"),
 ])
 def test_a_file_triage_cannot_read_gets_one_sentence(tmp_path, run_cli, name, content, says):
     path = tmp_path / name

@@ -47,6 +47,11 @@ def read_csv(path: Path) -> list[RunLog]:
     header = [column.strip() for column in rows[0]]
     step_column = step_key(header)
     step_at = header.index(step_column) if step_column is not None else None
+    if step_at is None and all(number(cell) is not None for cell in header):
+        raise HypotrackError(f"{path}: no header line: its first line holds numbers ({', '.join(rows[0][:6])}"
+                             f"{' ...' if len(rows[0]) > 6 else ''}), so no column says which metric it is; add the "
+                             "line of column names the script that wrote it leaves out (step,loss,reward,... in the "
+                             "order it writes them) and pass the file again")
     if step_at is None:
         raise HypotrackError(f"{path}: no step column ({', '.join(STEP_KEYS)}) in the header line: "
                              f"{', '.join(rows[0][:8])}{' ...' if len(rows[0]) > 8 else ''}")
