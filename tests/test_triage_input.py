@@ -41,6 +41,10 @@ LONG_STATE = json.dumps({"log_history": [{"step": step, "loss": 0.5 - step / 100
                                            "completions": {"mean_length": 90.0 + step}} for step in range(1, 41)],
                          "logging_steps": 1}, indent=2)
 RECORDS_40 = json.dumps(json.loads(LONG_STATE)["log_history"])  # a loop's json.dump of its list of records
+# A notebook whose cells each printed one step's dict, as a loop over steps in separate cells leaves it.
+NOTEBOOK_40 = json.dumps({"cells": [{"cell_type": "code", "outputs": [{"output_type": "stream", "name": "stdout", "text": [
+    str({"loss": 0.5 - step / 100, "reward": step / 40, "epoch": step / 40}) + "\n"]}]} for step in range(1, 41)],
+    "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1)
 
 
 @pytest.mark.parametrize("name, text, said", [
@@ -48,6 +52,7 @@ RECORDS_40 = json.dumps(json.loads(LONG_STATE)["log_history"])  # a loop's json.
     ("trainer_state.json", LONG_STATE[:LONG_STATE.index('"mean_length": 121') + 10],
      r"trainer_state\.json ends in the middle of a value, .*read up to its last whole value \(from line \d+ on"),
     ("metrics.json", RECORDS_40[:RECORDS_40.index('"step": 31') + 4], "ends in the middle of a value"),
+    ("run.ipynb", NOTEBOOK_40[:NOTEBOOK_40.index("'reward': 0.775") + 5], r"run\.ipynb ends in the middle of a value"),
     ("metrics.csv", "step,loss,reward\n" + "".join(f"{s},{0.5 - s / 100},{s / 40}\n" for s in range(1, 31)) + "31,0.1",
      r"ends inside its last row \(line 32\), as a run still writing it leaves it"),
     ("metrics.jsonl", "".join(json.dumps({"step": s, "loss": 0.5 - s / 100, "reward": s / 40}) + "\n"

@@ -4,14 +4,13 @@ as a console log is (read_console.py)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from hypotrack.errors import HypotrackError
 
 from .read_console import console_log
+from .read_state import load_json
 from .runlog import RunLog
-from .values import decode_text
 
 NOTEBOOK = ".ipynb"
 # What an output holds, in the order read: the Trainer's table is HTML; printed text is a stream or plain text.
@@ -19,10 +18,8 @@ MIME_TYPES = ("text/html", "text/plain")
 
 
 def read_notebook(path: Path) -> RunLog:
-    try:
-        notebook = json.loads(decode_text(path.read_bytes()))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise HypotrackError(f"{path}: not a readable notebook ({exc})") from None
+    cut_note: list[str] = []  # a notebook cut short is read up to its last whole cell
+    notebook = load_json(path, cut_note)
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if not isinstance(cells, list):
         raise HypotrackError(f"{path}: a .ipynb file with no cells: not a Jupyter notebook")
@@ -31,7 +28,7 @@ def read_notebook(path: Path) -> RunLog:
         raise HypotrackError(f"{path}: a notebook saved without its cells' outputs, so it keeps no logged step: save "
                              "it after the training cell ran, or pass the run's trainer_state.json")
     log = console_log(text, str(path), nothing="a notebook whose cells' outputs hold no logged training step")
-    log.said.append(f"read the outputs of {path.name}'s cells")
+    log.said += [*cut_note, f"read the outputs of {path.name}'s cells"]
     return log
 
 
