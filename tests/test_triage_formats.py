@@ -849,6 +849,13 @@ def test_a_notebooks_saved_outputs_and_the_trainers_progress_table(tmp_path, run
     exported = tmp_path / "grpo.md"
     exported.write_text("# GRPO\n\n```python\ntrainer.train()\n```\n\n" + _progress_table(range(1, 31)))
     assert read_source(str(exported)).series["reward"][-1] == (30, 0.3)
+    # a folder whose only log is such a page (a run's files zipped with its terminal capture), beside other pages
+    pasted = tmp_path / "pasted"
+    pasted.mkdir()
+    (pasted / "README.md").write_text("# Notes\n\nThe run looked fine.\n")
+    exported.rename(pasted / "terminal.md")
+    log = read_source(str(pasted))
+    assert log.series["reward"][-1] == (30, 0.3) and any("read terminal.md" in said for said in log.said), log.said
     empty = tmp_path / "empty.ipynb"
     empty.write_text(json.dumps({"cells": [{"cell_type": "code", "source": [], "outputs": []}], "nbformat": 4}))
     result = run_cli("triage", empty)

@@ -175,6 +175,14 @@ def _read_folder(folder: Path) -> list[RunLog]:
         return logs
     if len(readable) > 1 and (logs := _each_log(folder, readable)):
         return logs
+    pasted = [path for path in sorted(folder.iterdir()) if path.suffix.lower() in PASTED_LOGS and path.is_file()
+              and looks_like_console(log_text(path.read_bytes()))]
+    if not readable and len(pasted) == 1:  # a terminal capture kept as a Markdown page, the folder's only log
+        logs = _read_file(pasted[0])
+        for log in logs:
+            log.said.append(f"read {pasted[0].name}, the terminal output pasted into the only page in {folder} that "
+                            "holds logged steps")
+        return logs
     hint = f" (it holds {', '.join(readable[:5])}, none of them a log triage reads)" if readable else ""
     swanlab = next(folder.rglob(f"*{SWANLAB_RUN_FILE}"), None)
     if not hint and swanlab is not None:
