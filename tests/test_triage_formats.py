@@ -1091,6 +1091,41 @@ def test_a_table_a_loop_prints_reads_its_columns_as_keys(tmp_path, style):
     assert log.series["lr"][0] == (1, 1e-06) and canonical_name("lr") == "learning_rate"
 
 
+LAUNCHED = {  # what a launcher or a terminal puts on each line it relays
+    "torchrun --tee": lambda line: f"[default0]:{line}",
+    "srun --label": lambda line: f"0: {line}",
+    "deepspeed over pdsh": lambda line: f"worker-0: {line}",
+    "mpirun --tag-output": lambda line: f"[1,0]<stdout>:{line}",
+    "docker compose logs": lambda line: f"trainer-1  | {line}",
+    "kubectl logs --timestamps": lambda line: f"2025-03-01T12:00:{len(line) % 60:02d}.123456789Z {line}",
+    "a coloured terminal": lambda line: f"\x1b[1;32m{line}\x1b[0m",
+    "Ray": lambda line: f"(TaskRunner pid=41873) {line}",
+}
+
+
+@pytest.mark.parametrize("launcher", sorted(LAUNCHED))
+def test_a_console_log_relayed_by_a_launcher_reads_as_the_script_printed_it(tmp_path, launcher):
+    """The table and the step blocks a loop prints are read by where their lines start: a launcher's prefix on every
+    line, or a terminal's colour codes, are taken off first, and the report says so."""
+    header, row = TABLES["by hand"]
+    rows = "".join(row.format(s=s, reward=s / 50, kl=0.05, grad=2.0 + s) for s in range(1, 11))
+    printed = "Loaded 200 training samples\n" + header + rows + "done\n"
+    (tmp_path / "plain.log").write_text(printed)
+    relayed = tmp_path / "relayed.log"
+    relayed.write_text("\n".join(LAUNCHED[launcher](line) for line in printed.splitlines()) + "\n")
+    plain, log = read_source(str(tmp_path / "plain.log")), read_source(str(relayed))
+    assert log.series == plain.series and len(log.series["reward"]) == 10
+    assert any(said.startswith("read without the ") for said in log.said), log.said
+
+
+def test_a_loop_that_starts_each_line_with_its_step_keeps_it():
+    """A bare number before a colon is a launcher's prefix only where most lines carry the same one."""
+    from hypotrack.triage.console_prefixes import plain_text
+
+    printed = "".join(f"{s}: loss={0.5 - s / 100:.3f} reward={s / 20:.3f}\n" for s in range(1, 21))
+    assert plain_text(printed) == (printed, "")
+
+
 def test_a_console_log_that_starts_like_json_is_still_a_console_log(tmp_path):
     """A script's own prints come first ('[gating] ...', '{config}'), then the Trainer's dicts."""
     path = tmp_path / "training.log"

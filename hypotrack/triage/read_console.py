@@ -38,6 +38,7 @@ from collections import Counter
 
 from hypotrack.errors import HypotrackError
 
+from .console_prefixes import plain_text
 from .keys import END_OF_TRAINING, EVAL_PREFIXES, canonical_name, evaluation_body, hand_written, loop_key
 from .read_html_table import has_progress_table, read_progress_table
 from .runlog import HAND_WRITTEN, PRIOR_TRAINING, PRIOR_TRAINING_SAID, STEPS_ASSUMED, RunLog
@@ -130,6 +131,7 @@ STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy"
 
 
 def looks_like_console(text: str) -> bool:
+    text = plain_text(text)[0]
     lines = text.splitlines()
     return bool(PRINTED_DICT.search(text) or VERL_STEP.search(text) or has_progress_table(text)
                 or any(_loop_line(line) for line in lines)
@@ -142,6 +144,7 @@ def console_log(text: str, source: str, logging_steps: int | None = None,
                 nothing: str = "a text file with no logged training step in it") -> RunLog:
     """The run a console's text logged; ``nothing`` says what the text is where it holds no step."""
     log = RunLog(source=source, kind="console")
+    text, taken_off = plain_text(text)
     if not _read_verl(text, log):
         _read_trainer_dicts(text, log, logging_steps)
     if not log.series and not log.nonfinite:
@@ -166,6 +169,8 @@ def console_log(text: str, source: str, logging_steps: int | None = None,
         raise HypotrackError(f"{source}: {nothing} (none of {CONSOLE_FORMATS}); "
                              "pass the run's trainer_state.json, its TensorBoard folder or a tracker's CSV export "
                              "instead")
+    if taken_off:
+        log.said.append(f"read without the {taken_off}")
     return non_empty(log.sort())
 
 

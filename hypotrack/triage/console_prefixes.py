@@ -1,0 +1,57 @@
+"""What launchers and terminals add to a console log's lines, taken off before its lines are read.
+
+A training script's own prints are what the console readers read; a multi-process launcher, a cluster's scheduler or a
+logging setup puts something in front of every line (torchrun's `[default0]:`, `srun --label`'s `0: `, a DeepSpeed or
+pdsh host's `worker-0: `, MPI's `[1,0]<stdout>:`, Docker Compose's `trainer-1  | `, `kubectl logs --timestamps`' ISO
+time), and a coloured terminal wraps text in ANSI escape codes. Left on, they hide where a line starts (a step block's
+`Step 12`, a table's `Step | Reward`) or add a table cell. ANSI codes and Ray's `(TaskRunner pid=123)` say what they are
+wherever they appear, and are always taken off; the other prefixes are taken off where PREFIXED_SHARE of the lines or
+more carry the same one (a launcher prefixes every line it relays), so that a line of the script's own that happens to
+start like one is never cut.
+"""
+
+from __future__ import annotations
+
+import re
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+RAY_PREFIX = re.compile(r"^\((?:[\w.-]+ )?pid=\d+(?:, ip=[\w.:-]+)?\) ?", re.MULTILINE)
+# A launcher's prefix, by what writes it, and whether most lines must carry the very same one: a prefix that names a
+# rank or a service is read by its form (every rank's lines are the launcher's), while a bare number or a word with a
+# digit in it must be the same on most lines (a loop that starts each line with its step, "12: loss=...", is not cut).
+LAUNCHER_PREFIXES = {
+    "torchrun's": (re.compile(r"^\[(?:default|rank)\d+\]:"), False),
+    "MPI's": (re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:"), False),
+    "Docker Compose's": (re.compile(r"^[\w.-]+[-_]\d+ +\| "), False),
+    "a timestamp": (re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})? "), False),
+    "srun --label's": (re.compile(r"^ *\d+: "), True),
+    "a host's (DeepSpeed, pdsh)": (re.compile(r"^[A-Za-z][\w.-]*\d[\w.-]*: "), True),
+}
+PREFIXED_SHARE = 0.8
+SAMPLED_LINES = 2000  # the lines whose prefixes decide: a launcher's is on the first ones as on all
+
+
+def plain_text(text: str) -> tuple[str, str]:
+    """The text without ANSI codes and its launcher's prefix, and what was taken off ('' where nothing was)."""
+    taken: list[str] = []
+    if "\x1b" in text:
+        text = ANSI_ESCAPE.sub("", text)
+        taken.append("terminal colour codes")
+    if "pid=" in text and RAY_PREFIX.search(text):
+        text = RAY_PREFIX.sub("", text)
+        taken.append("Ray's '(name pid=N)' prefixes")
+    lines = text.split("\n")
+    sampled = [line for line in lines if line.strip()][:SAMPLED_LINES]
+    for who, (prefix, same) in LAUNCHER_PREFIXES.items():
+        found = [match.group() for line in sampled if (match := prefix.match(line))]
+        if not found:
+            continue
+        example = max(set(found), key=found.count)
+        if (found.count(example) if same else len(found)) < PREFIXED_SHARE * len(sampled):
+            continue
+        cut = [len(match.group()) if (match := prefix.match(line)) and (not same or match.group() == example) else 0
+               for line in lines]
+        text = "\n".join(line[at:] for line, at in zip(lines, cut))
+        taken.append(f"{who} prefix on every line ({example.strip()!r})")
+        break
+    return text, " and ".join(taken)
