@@ -206,6 +206,26 @@ def test_a_sweeps_outputs_folder_is_one_run_an_output_dir(tmp_path, run_cli):
     assert len(read_runs(str(outputs / "grpo-lr1e-6"))) == 1  # the run's own folder is the one run
 
 
+def test_a_projects_folder_is_read_through_the_one_folder_under_it_that_holds_logs(tmp_path, run_cli):
+    """`hypotrack triage .` in a project: its requirements.txt and a saved model's config files are no logs, and its
+    one folder of logs (logs/, three levels down at most) is read, and said; where two folders hold logs, the error
+    names them."""
+    (tmp_path / "requirements.txt").write_text("trl\n")
+    (tmp_path / "outputs" / "final_model").mkdir(parents=True)
+    for name in ("config.json", "tokenizer_config.json", "generation_config.json"):
+        (tmp_path / "outputs" / "final_model" / name).write_text("{}")
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "train.log").write_text("".join(
+        f"{{'loss': 0.01, 'reward': {0.05 * s:.2f}, 'reward_std': 0.3, 'epoch': {s / 12:.2f}}}\n" for s in range(1, 13)))
+    log = read_source(str(tmp_path))
+    assert len(log.series["reward"]) == 12 and any(said.startswith("read logs/, the only folder") for said in log.said)
+    (tmp_path / "eval_logs").mkdir()
+    (tmp_path / "eval_logs" / "eval.jsonl").write_text('{"step": 1, "accuracy": 0.5}\n')
+    result = run_cli("triage", tmp_path)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "the folders under it that hold logs: eval_logs, logs: pass one of them" in result.stderr, result.stderr
+
+
 def test_a_text_run_column_is_two_runs_not_a_resumed_one(tmp_path):
     path = tmp_path / "metrics.csv"
     lines = ["step,config,reward,kl"] + [f"{s},{name},{0.1 * s},{0.001 * s}" for name in ("baseline", "dense") for s in

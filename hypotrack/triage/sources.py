@@ -76,6 +76,15 @@ PROCESS_STEPS_SHARED = 0.8
 # Text files that are not logs by their kind, yet where users paste a run's console output (notes of the run with its
 # terminal capture): read as that console log when they hold one.
 PASTED_LOGS = {".md"}
+# How far below a folder with no log of its own triage looks for the one folder that holds logs, and the folders it
+# never looks into (an environment's packages, a cache, a model's weights).
+LOGS_BELOW_DEPTH = 3
+NOT_LOG_NAMES = frozenset({JSON_ARGS_FILE, "config.json", "generation_config.json", "tokenizer.json", "vocab.json",
+                           "special_tokens_map.json", "added_tokens.json", "chat_template.json", "merges.txt",
+                           "requirements.txt", "package.json", "LICENSE.txt"})
+NOT_LOG_ENDINGS = ("_config.json", ".index.json")  # tokenizer_config.json, adapter_config.json, a weights index
+NOT_LOG_FOLDERS = frozenset({"venv", "env", "site-packages", "node_modules", "wandb-cache", "cache", "weights",
+                             "models"})
 WHAT_TO_PASS = ("pass the run's trainer_state.json (or its output folder), its TensorBoard event files, its W&B run file "
                 "(run-<id>.wandb), the console log its Trainer printed, a tracker's CSV export, or an MLflow run id")
 
@@ -165,7 +174,7 @@ def _read_folder(folder: Path) -> list[RunLog]:
     downloads = scalar_downloads(folder)
     if downloads:  # a tag a file, as TensorBoard's "Download CSV" writes them: the curves a user kept of the run
         return read_scalar_downloads(downloads)
-    readable = sorted(p.name for p in folder.iterdir() if _log_suffix(p) in LOG_SUFFIXES and p.name != JSON_ARGS_FILE)
+    readable = sorted(p.name for p in folder.iterdir() if _named_as_a_log(p))
     if len(readable) == 1:
         # A hand-written loop's or Tinker's log folder holds its one metrics file (metrics.jsonl, train.log, a dumped
         # log_history.json): the folder names the run, and its only log is what a user means by it.
@@ -183,7 +192,20 @@ def _read_folder(folder: Path) -> list[RunLog]:
             log.said.append(f"read {pasted[0].name}, the terminal output pasted into the only page in {folder} that "
                             "holds logged steps")
         return logs
+    below = [] if readable or pasted else _folders_with_logs_below(folder)
+    if len(below) == 1:  # a project's folder, its logs in logs/ or outputs/<run>/: the only folder that holds any
+        try:
+            logs = _read_folder(below[0])
+        except HypotrackError:
+            logs = []
+        for log in logs:
+            log.said.append(f"read {below[0].relative_to(folder)}/, the only folder under {folder} that holds logs")
+        if logs:
+            return logs
     hint = f" (it holds {', '.join(readable[:5])}, none of them a log triage reads)" if readable else ""
+    if len(below) > 1:
+        hint = (f" (the folders under it that hold logs: {', '.join(str(b.relative_to(folder)) for b in below[:5])}"
+                f"{' ...' if len(below) > 5 else ''}: pass one of them)")
     swanlab = next(folder.rglob(f"*{SWANLAB_RUN_FILE}"), None)
     if not hint and swanlab is not None:
         hint = (f" (it holds SwanLab run files, such as {swanlab.relative_to(folder)}, in SwanLab's own binary record, "
@@ -191,6 +213,25 @@ def _read_folder(folder: Path) -> list[RunLog]:
     raise HypotrackError(f"{folder}: no {STATE_FILE} in the folder or in a checkpoint-N/ folder under it, and no "
                          f"TensorBoard event files or W&B run files under it{hint}. TRL writes a {STATE_FILE} with "
                          "every checkpoint (trainer.save_state() writes one at the end); otherwise " + WHAT_TO_PASS)
+
+
+def _folders_with_logs_below(folder: Path) -> list[Path]:
+    """The folders under ``folder``, LOGS_BELOW_DEPTH levels down at most, that hold a file named as a log (what
+    ``hypotrack triage .`` in a project finds in its logs/ or outputs/); a hidden folder, an environment's or a
+    cache's is not looked into."""
+    found, frontier = [], [folder]
+    for _ in range(LOGS_BELOW_DEPTH):
+        frontier = [sub for parent in frontier for sub in sorted(parent.iterdir())
+                    if sub.is_dir() and not sub.name.startswith((".", "__")) and sub.name not in NOT_LOG_FOLDERS]
+        found += [sub for sub in frontier if any(_named_as_a_log(path) and path.is_file() for path in sub.iterdir())]
+    return found
+
+
+def _named_as_a_log(path: Path) -> bool:
+    """A file whose name a log can have: a log's suffix, and not the name of a file a run or a project keeps beside
+    its logs (its settings, a model's or tokenizer's files, the packages it needs)."""
+    return (_log_suffix(path) in LOG_SUFFIXES and path.name not in NOT_LOG_NAMES
+            and not path.name.endswith(NOT_LOG_ENDINGS))
 
 
 def _each_log(folder: Path, names: list[str]) -> list[RunLog]:
