@@ -144,3 +144,33 @@ def test_a_resumed_run_that_logged_steps_twice_is_read_from_its_last_segment(tmp
     report = triage(_state(tmp_path, history), hypotheses)
     assert any(f.startswith("steps 6-10 logged more than once") for f in report.findings), report.findings
     assert report.steps == 12 and report.ranking
+
+
+def test_a_log_piped_in_several_logs_at_once_and_an_empty_source(tmp_path, cli_env, registry_dump, registry_path):
+    """`kubectl logs trainer | hypotrack triage -` reads what is piped in, by what it holds, named as standard input;
+    `hypotrack triage logs/*.log` gives a report each; an empty SOURCE (a shell variable left unset) is refused, not
+    read as the current folder, and nothing is recorded for it."""
+    import subprocess
+    import sys
+
+    def triage(*args: str, piped: bytes = b"") -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "hypotrack.cli", "triage", *args], input=piped,
+                              capture_output=True, env=cli_env, cwd=tmp_path, timeout=120)
+
+    records = "".join(json.dumps({"step": s, "loss": 0.5 - s / 100, "reward": s / 40}) + "\n" for s in range(1, 21))
+    piped = triage("-", "--json", piped=records.encode("utf-16"))  # PowerShell's pipe writes UTF-16
+    assert piped.returncode == 0, piped.stderr
+    report = json.loads(piped.stdout)
+    assert report["source"] == "standard input" and report["steps"] == 20 and report["progress"]["state"] == "learning"
+    nothing = triage("-")
+    assert nothing.returncode != 0 and b"nothing was piped in" in nothing.stderr and b"Traceback" not in nothing.stderr
+    for name, scale in (("lr1e-6.jsonl", 0.0), ("lr1e-5.jsonl", 1.0)):
+        (tmp_path / name).write_text("".join(json.dumps({"step": s, "reward": 0.3 + scale * s / 40}) + "\n"
+                                             for s in range(1, 21)))
+    both = triage("lr1e-5.jsonl", "lr1e-6.jsonl", "--json")
+    assert both.returncode == 0, both.stderr
+    assert [run["progress"]["state"] for run in json.loads(both.stdout)["runs"]] == ["learning", "flat"]
+    before = registry_dump(registry_path)
+    empty = triage("")
+    assert empty.returncode != 0 and b"the source is empty" in empty.stderr and b"Traceback" not in empty.stderr
+    assert registry_dump(registry_path) == before

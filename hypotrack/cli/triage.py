@@ -14,7 +14,7 @@ from hypotrack.cli.context import Context, pass_ctx
 
 
 @click.command()
-@click.argument("source")
+@click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
 @click.option("--task-reward", metavar="NAME",
               help="Which logged reward function measures the task [the one with the largest weight, else the "
                    "first listed].")
@@ -25,14 +25,15 @@ from hypotrack.cli.context import Context, pass_ctx
                    "[every run, one report each].")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole report as JSON.")
 @pass_ctx
-def triage(ctx: Context, source: str, task_reward: str | None, tracking_uri: str | None, run_name: str | None,
-           as_json: bool) -> None:
+def triage(ctx: Context, sources: tuple[str, ...], task_reward: str | None, tracking_uri: str | None,
+           run_name: str | None, as_json: bool) -> None:
     """Rank the hypotheses on a run you already have, before training anything.
 
     SOURCE is what the run left: a training output folder (its trainer_state.json, or the newest
     checkpoint's, else its TensorBoard event files), a trainer_state.json, TensorBoard event files or
     their folder, the console log the Trainer printed (or verl's), a tracker's CSV export (W&B's,
-    with several runs: one report each), JSON records (JSONL), or an MLflow run id or runs:/<id> URI.
+    with several runs: one report each), JSON records (JSONL), or an MLflow run id or runs:/<id> URI;
+    - reads what is piped in. Several SOURCEs (a shell glob of a sweep's logs) give a report each.
     A training_args.bin beside the log adds the run's settings. The report says first whether the
     run learns, is flat or gets worse on its task reward; then each hypothesis's `triage:`
     signatures are read on the run's own metrics (TRL's, verl's and OpenRLHF's keys, the reward
@@ -47,16 +48,22 @@ def triage(ctx: Context, source: str, task_reward: str | None, tracking_uri: str
         hypotrack triage wandb_export.csv --task-reward accuracy_reward --json
         hypotrack triage runs/ --run Oct12_10-04-11_gpu1
         hypotrack triage train.log
+        hypotrack triage logs/*.log
+        kubectl logs grpo-trainer | hypotrack triage -
     """
     from hypotrack.registry import store
     from hypotrack.triage import triage as run_triage
     from hypotrack.triage import triage_runs
 
+    if run_name is not None and len(sources) > 1:
+        raise click.UsageError("--run picks one run of one SOURCE; pass that SOURCE alone", ctx=click.get_current_context())
     hypotheses = ctx.library().hypotheses
     if run_name is not None:
-        reports = [run_triage(source, hypotheses, task_reward=task_reward, tracking_uri=tracking_uri, run=run_name)]
+        reports = [run_triage(sources[0], hypotheses, task_reward=task_reward, tracking_uri=tracking_uri,
+                              run=run_name)]
     else:
-        reports = triage_runs(source, hypotheses, task_reward=task_reward, tracking_uri=tracking_uri)
+        reports = [report for source in sources
+                   for report in triage_runs(source, hypotheses, task_reward=task_reward, tracking_uri=tracking_uri)]
     registry = ctx.registry()
     recorded = [(store.record_triage(registry, source=report.source, source_kind=report.kind,
                                      threshold=report.threshold, ranking=report.ranking_record(),
@@ -64,7 +71,7 @@ def triage(ctx: Context, source: str, task_reward: str | None, tracking_uri: str
     if as_json:
         documents = [{"id": triage_id, **report.as_json()} for triage_id, report in recorded]
         if len(documents) > 1:  # one report per run, and what they say together at the top
-            documents = [{"source": source, "runs": documents, "steps": sum(d["steps"] for d in documents),
+            documents = [{"source": " ".join(sources), "runs": documents, "steps": sum(d["steps"] for d in documents),
                           "suspects": sorted({s for d in documents for s in d["suspects"]})}]
         click.echo(json.dumps(documents[0], indent=2))
         return

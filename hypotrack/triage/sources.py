@@ -12,7 +12,9 @@
   the same run's other downloads beside it; JSON records, one per line or as a list (read_jsonl.py); a console log
   of transformers' printed dicts or verl's step lines (read_console.py); a Jupyter notebook's saved outputs, the
   Trainer's progress table among them (read_notebook.py); any of these compressed, or a folder of them in a zip or
-  tar archive (compressed.py).
+  tar archive (compressed.py);
+- `-`: what is piped in on standard input (`kubectl logs trainer | hypotrack triage -`), read as a file is by what
+  it holds.
 
 The checkpoint's `training_args.bin` beside the log (or in its newest checkpoint), else ms-swift's `args.json`,
 adds the run's settings (beta, num_generations, loss_type, logging_steps, ...) to what triage knows, read without
@@ -24,6 +26,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -47,6 +51,8 @@ from .values import log_text, non_empty
 # Keys only transformers' trainer_state.json has.
 STATE_MARKS = {"global_step", "best_model_checkpoint", "is_world_process_zero", "log_history"}
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+STDIN = "-"
+PIPED = "standard input"
 CHECKPOINT = re.compile(r"checkpoint-(\d+)$")  # the folder the Trainer saves a checkpoint in, under its output_dir
 # Files a run leaves that hold no metrics: what each is, for the one sentence that says so.
 NOT_METRICS = {
@@ -91,6 +97,11 @@ WHAT_TO_PASS = ("pass the run's trainer_state.json (or its output folder), its T
 
 def read_runs(source: str, tracking_uri: str | None = None) -> list[RunLog]:
     """Every run ``source`` holds (a W&B export or a TensorBoard folder may hold several; most hold one)."""
+    if not source.strip():  # pathlib reads "" as the current folder, which the user did not name
+        raise HypotrackError("the source is empty: pass the run's log, its folder ('.' for the current one) or an "
+                             "MLflow run id")
+    if source == STDIN:
+        return _read_piped()
     path = Path(source).expanduser()
     if path.is_dir():
         logs = _read_folder(path)
@@ -112,6 +123,26 @@ def read_runs(source: str, tracking_uri: str | None = None) -> list[RunLog]:
                              "NeMo-RL, prime-rl or Tinker (reward, rewards/<func>/mean, kl, grad_norm, entropy, ...), or "
                              "an evaluation's score; "
                              + WHAT_TO_PASS)
+    return logs
+
+
+def _read_piped() -> list[RunLog]:
+    """The runs of what is piped in on standard input, read from a temporary file named for it (a pipe has no name
+    to tell its format by, so its content tells it) and named as standard input in everything the report says."""
+    data = sys.stdin.buffer.read()
+    if not data.strip():
+        raise HypotrackError(f"{STDIN}: nothing was piped in: pipe the run's log in (`cat train.log | hypotrack triage "
+                             f"{STDIN}`) or pass its path")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "stdin"
+        path.write_bytes(data)
+        try:
+            logs = _read_file(path)
+        except HypotrackError as error:
+            raise HypotrackError(str(error).replace(str(path), PIPED)) from None
+    for log in logs:
+        log.source = log.source.replace(str(path), PIPED)
+        log.said = [said.replace(str(path), PIPED) for said in log.said]
     return logs
 
 
