@@ -118,7 +118,8 @@ def build(where: Where) -> MCPServer:
         measures the task. The ranking is recorded in the registry; `next` then starts from its top suspect."""
         options = [*(["--tracking-uri", tracking_uri] if tracking_uri else []),
                    *(["--task-reward", task_reward] if task_reward else [])]
-        return _command(lambda: run_command(where, "triage", source, *options, "--json"))
+        # after "--", a source that starts with "-" is a source, never an option (and "-" finds nothing piped in)
+        return _command(lambda: run_command(where, "triage", *options, "--json", "--", source))
 
     @server.tool(annotations=READS)
     def validate(paths: list[str] | None = None) -> CallToolResult:
