@@ -154,6 +154,9 @@ def test_unknown_sources_and_task_reward(run_cli, tmp_path, registry_path):
     result = run_cli("triage", missing, "--tracking-uri", f"sqlite:///{tmp_path / 'none.db'}")
     assert result.returncode == 1 and "no MLflow store" in result.stderr and not (tmp_path / "none.db").exists()
     assert not registry_path.exists()
+    # the key a user copies from the log or a W&B panel names the function as its name does
+    result = run_cli("triage", tmp_path / "run", "--task-reward", "train/rewards/Arith_Format/mean")
+    assert result.returncode == 0 and "task reward: arith_format (named by --task-reward)" in result.stdout
 
 
 # --------------------------------------------------------------------------- the triage: schema

@@ -17,7 +17,7 @@ from hypotrack.cli.context import Context, pass_ctx
 @click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
 @click.option("--task-reward", metavar="NAME",
               help="Which logged reward function measures the task [the one with the largest weight, else the "
-                   "first listed].")
+                   "first listed]; its logged key (rewards/NAME/mean) names it too.")
 @click.option("--tracking-uri", envvar="MLFLOW_TRACKING_URI", metavar="URI",
               help="MLflow store of an MLflow run SOURCE [env MLFLOW_TRACKING_URI; default: MLflow's].")
 @click.option("--run", "run_name", metavar="NAME",

@@ -49,15 +49,28 @@ def assign_roles(log: RunLog, functions: list[str], task_reward: str | None) -> 
         return Roles(None, assumed=["no rewards/<func>/mean logged: the reward functions' roles are unknown"])
     weights, said = _weights(log, functions)
     if task_reward is not None:
-        if task_reward not in functions:
-            raise HypotrackError(f"--task-reward {task_reward!r} is not a reward function this run logged "
-                                 f"(logged: {', '.join(functions)})")
-        task, how = task_reward, "named by --task-reward"
+        task, how = _named_function(task_reward, functions), "named by --task-reward"
     else:
         task, how = default_task(log, functions, weights)
     roles = Roles(task, [f for f in functions if f != task], weights)
     roles.assumed += [f"task reward: {task} ({how})", said]
     return roles
+
+
+def _named_function(named: str, functions: list[str]) -> str:
+    """The reward function --task-reward names: by its name, or by the key its logs carry (`rewards/accuracy/mean`,
+    `train/rewards/accuracy`, as a user copies it from a log or a W&B panel), in any case."""
+    key = named.strip()
+    for prefix in ("train/", "rewards/"):
+        key = key.removeprefix(prefix)
+    for suffix in ("/mean", "/std"):
+        key = key.removesuffix(suffix)
+    found = [function for function in functions if function in (named, key)]
+    found = found or [function for function in functions if function.lower() == key.lower()]
+    if len(found) != 1:
+        raise HypotrackError(f"--task-reward {named!r} is not a reward function this run logged "
+                             f"(logged: {', '.join(functions)})")
+    return found[0]
 
 
 def default_task(log: RunLog, functions: list[str], weights: dict[str, float]) -> tuple[str, str]:
