@@ -174,3 +174,23 @@ def test_a_log_piped_in_several_logs_at_once_and_an_empty_source(tmp_path, cli_e
     empty = triage("")
     assert empty.returncode != 0 and b"the source is empty" in empty.stderr and b"Traceback" not in empty.stderr
     assert registry_dump(registry_path) == before
+
+
+def test_a_dpo_or_sft_log_is_named_for_what_it_is_not_ranked(tmp_path, run_cli):
+    """A DPO run's rewards/chosen and rewards/rejected are the policy's implicit rewards, not reward functions, and an
+    SFT run logs no reward: each is refused with what it is; among the runs of an export, it is left out and said."""
+    dpo = [{"step": s, "loss": 0.69 - s / 1000, "rewards/chosen": 0.01 * s, "rewards/rejected": -0.01 * s,
+            "rewards/margins": 0.02 * s, "rewards/accuracies": 0.5 + s / 400, "logps/chosen": -300.0} for s in range(1, 31)]
+    sft = [{"step": s, "loss": 2 - s / 100, "mean_token_accuracy": 0.5 + s / 400, "learning_rate": 2e-5}
+           for s in range(1, 31)]
+    for name, history, says in (("dpo", dpo, "a preference-optimisation run's log (DPO, ORPO"),
+                                ("sft", sft, "a supervised fine-tuning run's log")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+        result = run_cli("triage", tmp_path / name)
+        assert result.returncode != 0 and says in result.stderr and "Traceback" not in result.stderr, result.stderr
+    export = tmp_path / "export.csv"
+    export.write_text("Step,sft - train/loss,sft - train/mean_token_accuracy,grpo - train/reward,grpo - train/kl\n" + "".join(
+        f"{s},{2 - s / 100},{0.5 + s / 400},{0.2 + s / 100},{0.001 * s}\n" for s in range(1, 31)))
+    log = read_source(str(export))
+    assert log.run == "grpo" and any(said.startswith("left out run sft of") for said in log.said), log.said

@@ -115,6 +115,14 @@ def read_runs(source: str, tracking_uri: str | None = None) -> list[RunLog]:
         return [read_mlflow(run_id, tracking_uri)]
     for log in logs:
         _add_settings(log, path)
+    other_trainers = [(log, named) for log in logs if (named := _not_an_rl_run(log))]
+    if len(other_trainers) == len(logs):
+        raise HypotrackError(f"{source}: {other_trainers[0][1]}, not an RL run with a reward (GRPO, PPO, RLOO, ...), "
+                             "which is what triage reads; pass such a run's log")
+    if other_trainers:  # an export of several runs, a supervised warm-up's among them: the RL runs are read
+        logs = [log for log in logs if all(log is not other for other, _ in other_trainers)]
+        for log in logs:
+            log.said += [f"left out run {other.run or '(unnamed)'} of {source}: {named}" for other, named in other_trainers]
     if not any(_holds_a_metric_triage_reads(log) for log in logs):
         keys = sorted({key for log in logs for key in log.series})
         shown = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
@@ -144,6 +152,20 @@ def _read_piped() -> list[RunLog]:
         log.source = log.source.replace(str(path), PIPED)
         log.said = [said.replace(str(path), PIPED) for said in log.said]
     return logs
+
+
+def _not_an_rl_run(log: RunLog) -> str | None:
+    """What other trainer's log this is, by the keys only that trainer logs, where it holds no RL reward: DPO's
+    family (DPO, ORPO, SimPO, KTO log the policy's implicit rewards of the chosen and rejected answers as
+    rewards/chosen and rewards/rejected, which read as two reward functions), and supervised fine-tuning (TRL's
+    SFTTrainer logs mean_token_accuracy, and no reward)."""
+    keys = {key.removeprefix("train/") for key in log.series}
+    if {"rewards/chosen", "rewards/rejected"} <= keys and "reward" not in keys:
+        return ("a preference-optimisation run's log (DPO, ORPO, SimPO or KTO: rewards/chosen and rewards/rejected "
+                "are the policy's implicit rewards of the chosen and rejected answers)")
+    if "mean_token_accuracy" in keys and not any(key.startswith(("reward", "kl")) for key in keys):
+        return "a supervised fine-tuning run's log (loss and mean_token_accuracy, no reward)"
+    return None
 
 
 def _holds_a_metric_triage_reads(log: RunLog) -> bool:
