@@ -5,9 +5,10 @@ logging setup puts something in front of every line (torchrun's `[default0]:`, `
 pdsh host's `worker-0: `, MPI's `[1,0]<stdout>:`, Docker Compose's `trainer-1  | `, `kubectl logs --timestamps`' ISO
 time), and a coloured terminal wraps text in ANSI escape codes. Left on, they hide where a line starts (a step block's
 `Step 12`, a table's `Step | Reward`) or add a table cell. ANSI codes and Ray's `(TaskRunner pid=123)` say what they are
-wherever they appear, and are always taken off; the other prefixes are taken off where PREFIXED_SHARE of the lines or
-more carry the same one (a launcher prefixes every line it relays), so that a line of the script's own that happens to
-start like one is never cut.
+wherever they appear, and are always taken off; a launcher's prefix is taken off where PREFIXED_SHARE of the lines or
+more carry one (a launcher prefixes every line it relays), and where its form could be the script's own (a bare
+number, a word with a digit in it), only where that many carry the very same one, so that a loop that starts each line
+with its step is never cut.
 """
 
 from __future__ import annotations

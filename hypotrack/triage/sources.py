@@ -237,9 +237,9 @@ def _read_folder(folder: Path) -> list[RunLog]:
         return logs
     if len(readable) > 1 and (logs := _each_log(folder, readable)):
         return logs
-    pasted = [path for path in sorted(folder.iterdir()) if path.suffix.lower() in PASTED_LOGS and path.is_file()
-              and looks_like_console(log_text(path.read_bytes()))]
-    if not readable and len(pasted) == 1:  # a terminal capture kept as a Markdown page, the folder's only log
+    pasted = [] if readable else [path for path in sorted(folder.iterdir()) if path.suffix.lower() in PASTED_LOGS
+                                  and path.is_file() and looks_like_console(log_text(path.read_bytes()))]
+    if len(pasted) == 1:  # a terminal capture kept as a Markdown page, the folder's only log
         logs = _read_file(pasted[0])
         for log in logs:
             log.said.append(f"read {pasted[0].name}, the terminal output pasted into the only page in {folder} that "
@@ -274,10 +274,18 @@ def _folders_with_logs_below(folder: Path) -> list[Path]:
     cache's is not looked into."""
     found, frontier = [], [folder]
     for _ in range(LOGS_BELOW_DEPTH):
-        frontier = [sub for parent in frontier for sub in sorted(parent.iterdir())
+        frontier = [sub for parent in frontier for sub in _entries(parent)
                     if sub.is_dir() and not sub.name.startswith((".", "__")) and sub.name not in NOT_LOG_FOLDERS]
-        found += [sub for sub in frontier if any(_named_as_a_log(path) and path.is_file() for path in sub.iterdir())]
+        found += [sub for sub in frontier if any(_named_as_a_log(path) and path.is_file() for path in _entries(sub))]
     return found
+
+
+def _entries(folder: Path) -> list[Path]:
+    """What a folder holds, sorted; nothing where it cannot be listed (a folder the user may not read)."""
+    try:
+        return sorted(folder.iterdir())
+    except OSError:
+        return []
 
 
 def _named_as_a_log(path: Path) -> bool:
