@@ -1120,6 +1120,8 @@ LAUNCHED = {  # what a launcher or a terminal puts on each line it relays
     "kubectl logs --timestamps": lambda line: f"2025-03-01T12:00:{len(line) % 60:02d}.123456789Z {line}",
     "a coloured terminal": lambda line: f"\x1b[1;32m{line}\x1b[0m",
     "Ray": lambda line: f"(TaskRunner pid=41873) {line}",
+    "Python's logging": lambda line: f"2025-03-01 12:00:{len(line) % 60:02d},123 - grpo - INFO - {line}",
+    "loguru": lambda line: f"2025-03-01 12:00:00.123 | INFO     | train:log_step:88 - {line}",
 }
 
 

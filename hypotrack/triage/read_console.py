@@ -38,7 +38,7 @@ from collections import Counter
 
 from hypotrack.errors import HypotrackError
 
-from .console_prefixes import plain_text
+from .console_prefixes import LOGGER_PREFIX, plain_text
 from .keys import END_OF_TRAINING, EVAL_PREFIXES, canonical_name, evaluation_body, hand_written, loop_key
 from .read_html_table import has_progress_table, read_progress_table
 from .runlog import HAND_WRITTEN, PRIOR_TRAINING, PRIOR_TRAINING_SAID, STEPS_ASSUMED, RunLog
@@ -112,7 +112,6 @@ BLOCK_HEADING = re.compile(r"^\W*([A-Za-z][A-Za-z ]{0,40}?)\s*:\s*$")
 # ... or a YAML mapping's key, the quantities indented beneath it nested in it (EasyR1 prints a step as "Step 3" and
 # its metrics as YAML: "reward:", then "  overall: 0.41" is reward/overall).
 BLOCK_SECTION = re.compile(r"^(\s*)([a-z_][a-z0-9_-]*):\s*$")
-LOGGER_PREFIX = re.compile(r"^.{0,80}?\b(?:DEBUG|INFO|SUCCESS|WARNING|WARN|ERROR)\b\s*[|:\]-]\s?")
 # A printed table's cells, split by "|" or a box-drawing line (rich, tabulate); a timestamp or logger prefix is a cell.
 TABLE_BARS = "|│┃"
 TABLE_CELLS = re.compile(rf"\s*[{TABLE_BARS}]\s*")
