@@ -3,8 +3,8 @@
 A training script's own prints are what the console readers read; a multi-process launcher, a cluster's scheduler or a
 logging setup puts something in front of every line (torchrun's `[default0]:`, `srun --label`'s `0: `, a DeepSpeed or
 pdsh host's `worker-0: `, MPI's `[1,0]<stdout>:`, Docker Compose's `trainer-1  | `, `kubectl logs --timestamps`' ISO
-time, a logger's time and level), and a coloured terminal wraps text in ANSI escape codes. Left on, they hide where a line starts (a step block's
-`Step 12`, a table's `Step | Reward`) or add a table cell. ANSI codes and Ray's `(TaskRunner pid=123)` say what they are
+time, a logger's time and level), and a coloured terminal wraps text in ANSI escape codes. Left on, they hide where a
+line starts (a step block's `Step 12`, a table's `Step | Reward`) or add a table cell. ANSI codes and Ray's `(TaskRunner pid=123)` say what they are
 wherever they appear, and are always taken off; a launcher's prefix is taken off where PREFIXED_SHARE of the lines or
 more carry one (a launcher prefixes every line it relays), and where its form could be the script's own (a bare
 number, a word with a digit in it), only where that many carry the very same one, so that a loop that starts each line
@@ -17,14 +17,14 @@ import re
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 RAY_PREFIX = re.compile(r"^\((?:[\w.-]+ )?pid=\d+(?:, ip=[\w.:-]+)?\) ?", re.MULTILINE)
-# A launcher's prefix, by what writes it, and whether most lines must carry the very same one: a prefix that names a
-# rank or a service is read by its form (every rank's lines are the launcher's), while a bare number or a word with a
-# digit in it must be the same on most lines (a loop that starts each line with its step, "12: loss=...", is not cut).
 # A logger's prefix: a time, a name, a level word and its separator ("2025-03-01 12:00:00,123 - INFO - ", loguru's
 # "2025-03-01 12:00:00.123 | INFO     | train:step:42 - "); the block reader also takes it off line by line, where only
 # some lines carry it (a script that prints and logs each line).
 LOGGER_PREFIX = re.compile(r"^.{0,80}?\b(?:DEBUG|INFO|SUCCESS|WARNING|WARN|ERROR)\b\s*[|:\]-]\s?"
                            r"(?:[\w.<>-]+:[\w.<>-]+:\d+ - )?")
+# A launcher's prefix, by what writes it, and whether most lines must carry the very same one: a prefix that names a
+# rank or a service is read by its form (every rank's lines are the launcher's), while a bare number or a word with a
+# digit in it must be the same on most lines (a loop that starts each line with its step, "12: loss=...", is not cut).
 LAUNCHER_PREFIXES = {
     "a logger's": (LOGGER_PREFIX, False),
     "torchrun's": (re.compile(r"^\[(?:default|rank)\d+\]:"), False),
