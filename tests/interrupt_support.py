@@ -388,9 +388,13 @@ def _carry_out(trial: Trial, tmp: Path, cache: Path, obs: Observation, runners: 
             pending.remove(name)
             for pid in pids.values():
                 _track(pid)
-            if run.runner_sig == signal.SIGKILL:
-                # the runner logs what it read every 0.2 s: let it log a training step, so that
-                # there is something whose survival can be checked
+            held = run.runner_sig == signal.SIGKILL
+            if held:
+                # the runner logs what it read every 0.2 s: let it log a training step, so that there is something
+                # whose survival can be checked. Its workers are held still meanwhile (SIGSTOP, SIGCONT once the
+                # runner is killed): a seed whose policy collapses to empty completions trains all MAX_STEPS in
+                # about 2 s, and would finish before the runner logged its first step.
+                _signal_all(pids.values(), signal.SIGSTOP)
                 _wait_until(lambda run=run: _logged_steps(tmp, run) >= 1, 20, 0.1)
             obs.before |= metric_points(tmp)
             if trial.mode == "double":
@@ -398,6 +402,8 @@ def _carry_out(trial: Trial, tmp: Path, cache: Path, obs: Observation, runners: 
                 run.peer_running = bool(count) and count[0][0] >= 2
             if run.runner_sig is not None:
                 os.kill(run.pid, run.runner_sig)  # not yet waited for: at worst a zombie, never another process
+            if held:
+                _signal_all(pids.values(), signal.SIGCONT)  # the SIGTERM its death sent them is delivered now
             for arm, sig in run.victims.items():
                 try:
                     os.kill(pids[f"{arm}-seed0"], sig)
@@ -444,6 +450,12 @@ def _carry_out(trial: Trial, tmp: Path, cache: Path, obs: Observation, runners: 
     obs.mark("settled", t0)
     _observe(tmp, obs)
     obs.mark("observed", t0)
+
+
+def _signal_all(pids, sig: signal.Signals) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):  # a worker that already ended
+            os.kill(pid, sig)
 
 
 def _logged_steps(tmp: Path, run: RunRecord) -> int:
