@@ -460,6 +460,40 @@ def test_json_records_one_per_line(tmp_path):
     assert log.series["train/reward"] == [(s, s / 10) for s in range(1, 6)]  # the trainer's step, not W&B's row
 
 
+def test_a_loops_json_dump_of_its_run_is_read_from_the_tables_in_it(tmp_path):
+    """A loop that `json.dump`s its run at the end keeps its steps in the shape it built them: records under a key
+    beside its settings, one list per pass, one list of values per metric with its step list, an object down."""
+    steps = [{"step": 10 * s, "reward": s / 10, "kl": 0.01 * s} for s in range(1, 7)]
+    shapes = {
+        "history.json": {"config": {"beta": 0.04, "learning_rate": 1e-6}, "history": steps, "final_reward": 0.6},
+        "passes.json": {"train": steps, "eval": [{"step": 30, "reward": 0.5}, {"step": 60, "reward": 0.7},
+                                                {"step": 90, "reward": 0.8}]},
+        "columns.json": {"results": {"metrics": {"step": [10 * s for s in range(1, 7)],
+                                                 "reward": [s / 10 for s in range(1, 7)],
+                                                 "kl": [0.01 * s for s in range(1, 7)]}}},
+    }
+    for name, content in shapes.items():
+        path = tmp_path / name
+        path.write_text(json.dumps(content))
+        log = read_source(str(path))
+        assert log.series["reward"] == [(10 * s, s / 10) for s in range(1, 7)], (name, log.series)
+        assert "final_reward" not in log.series and not log.params.get(STEPS_ASSUMED), name
+        assert any(said.startswith(f"{name} is one JSON object holding its steps under") for said in log.said), log.said
+    assert read_source(str(tmp_path / "history.json")).params["beta"] == "0.04"
+    assert read_source(str(tmp_path / "passes.json")).series["eval/reward"] == [(30, 0.5), (60, 0.7), (90, 0.8)]
+    # two training tables that log the same name keep it under their keys; lists of values without steps are numbered
+    both = tmp_path / "both.json"
+    both.write_text(json.dumps({"rollout": [{"reward": s / 10} for s in range(1, 5)],
+                                "update": {"reward": [0.5, 0.6, 0.7, 0.8], "loss": [0.1, 0.2, 0.3, 0.4]}}))
+    log = read_source(str(both))
+    assert log.series["rollout/reward"][0] == (1, 0.1) and log.series["update/reward"][-1] == (4, 0.8)
+    assert log.series["loss"][0] == (1, 0.1) and log.params[STEPS_ASSUMED] == "1"
+    # an object with no table in it is still one record
+    single = tmp_path / "single.json"
+    single.write_text(json.dumps({"reward": 0.5, "range": [0, 1]}))
+    assert read_source(str(single)).series["reward"] == [(1, 0.5)]
+
+
 def test_tinker_cookbook_metrics_are_the_roles_triage_reads(tmp_path):
     """Tinker's RL loop (metrics.jsonl of its cookbook, as public runs keep it): the total reward, the rate, the
     entropy, and the share of mixed groups, which is TRL's share of tied ones turned around."""

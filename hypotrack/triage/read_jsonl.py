@@ -53,7 +53,7 @@ def read_records(path: Path, records: list | None = None) -> RunLog:
             if as_number is None and isinstance(value, str):
                 refuse_wrapped(value, f"{path}: record {position}, {key!r}")
             log.add(key, step, as_number)
-    for key, value in _settings(records).items():
+    for key, value in record_settings(records).items():
         log.params.setdefault(key, value)
     if counted:
         log.said.append(f"{counted} record(s) carry no step ({', '.join(STEP_KEYS)}): read at their position in the "
@@ -76,7 +76,7 @@ SETTINGS = ("config", "args", "hparams", "hyperparameters")
 
 
 def _open_envelope(record: dict) -> dict:
-    """The record without its settings (read as params by _settings), and with its envelope's metrics at its top
+    """The record without its settings (read as params by record_settings), and with its envelope's metrics at its top
     level where it has one envelope and nothing else nested."""
     kept = {key: value for key, value in record.items() if not (key in SETTINGS and isinstance(value, dict))}
     nested = [key for key, value in kept.items() if isinstance(value, dict)]
@@ -85,7 +85,7 @@ def _open_envelope(record: dict) -> dict:
     return {**{key: value for key, value in kept.items() if key != nested[0]}, **kept[nested[0]]}
 
 
-def _settings(records: list) -> dict[str, str]:
+def record_settings(records: list) -> dict[str, str]:
     """The run's settings where its records carry them (the first record's): beta, learning_rate, ..."""
     first = next((record for record in records if isinstance(record, dict)), {})
     found = next((first[key] for key in SETTINGS if isinstance(first.get(key), dict)), {})

@@ -38,13 +38,14 @@ from .heldout import heldout_score
 from .keys import EVAL_PREFIXES, canonical_name
 from .read_console import CONSOLE_FORMATS, console_log, looks_like_console
 from .read_csv import read_csv
+from .read_json_tables import read_tables, tables_in
 from .read_jsonl import read_records
 from .read_notebook import NOTEBOOK, read_notebook
 from .read_scalar_csv import downloads_of_its_run, is_scalar_download, read_scalar_downloads, scalar_downloads
 from .read_state import STATE_FILE, is_trainer_state, load_json, read_trainer_state
 from .read_tensorboard import event_files, is_event_file, read_tensorboard
 from .read_wandb import is_wandb_file, read_wandb, wandb_console_logs, wandb_files
-from .runlog import STEPS_ASSUMED, RunLog
+from .runlog import RunLog
 from .training_args import ARGS_FILE, JSON_ARGS_FILE, settings
 from .values import log_text, non_empty
 
@@ -539,18 +540,9 @@ def _json_logs(path: Path, suffix: str, content: object) -> list[RunLog]:
 
 
 def _one_record_file(path: Path, content: dict) -> RunLog:
-    """A JSON object that is not a trainer_state: a {metric: [values...]} table, else one record."""
-    lists = {k: v for k, v in content.items() if isinstance(v, list) and v and all(
-        isinstance(x, (int, float)) and not isinstance(x, bool) for x in v)}
-    if lists:
-        log = RunLog(source=str(path), kind="jsonl")
-        for key, values in lists.items():
-            for step, value in enumerate(values, start=1):
-                log.add(key, step, value)
-        log.params[STEPS_ASSUMED] = "1"
-        log.said.append(f"{path.name} holds one list of values per metric, without steps: read as steps 1, 2, ...")
-        return non_empty(log.sort())
-    return read_records(path, [content])
+    """A JSON object that is not a trainer_state: the tables in it (read_json_tables), else one record."""
+    tables = tables_in(content)
+    return read_tables(path, content, tables) if tables else read_records(path, [content])
 
 
 def _first_line_is_object(text: str) -> bool:

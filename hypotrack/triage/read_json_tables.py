@@ -1,0 +1,134 @@
+"""Read the metrics a loop saved as one JSON object that is not a trainer_state.json: the tables in it.
+
+A loop that `json.dump`s its run at the end keeps its steps in whatever shape it built them: one list of values per
+metric ({"reward": [...], "loss": [...]}, with a "step" list beside them or not), a list of per-step records under a
+key ({"config": {...}, "history": [{"step": 1, "reward": ...}, ...]}), one list per pass ({"train": [...], "eval":
+[...]}), at the top level or inside an object ({"results": {"metrics": {...}}}). Every such table down to TABLE_DEPTH
+levels is read: records as read_jsonl reads a JSON list of them, lists of values at the table's own step list where it
+has one of the same length, else as steps 1, 2, ... (STEPS_ASSUMED). A table under a key that names an evaluation pass
+keeps its metrics under eval/, apart from training's; where two training tables log the same name, each keeps its
+own under its key (rollout/reward, train/reward). The object's settings (its "config", "args", ...) are the run's
+params. An object with no table in it is one record, as before.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from .read_jsonl import EVALUATION_PASSES, SETTINGS, read_records, record_settings
+from .runlog import STEPS_ASSUMED, RunLog
+from .values import non_empty, number, step_key
+
+# How many objects down a table is looked for: {"results": {"train": {"history": [...]}}} is three.
+TABLE_DEPTH = 3
+# A table has at least this many steps: a list of two values is a pair (a range, a shape), not a run's history.
+MIN_TABLE_STEPS = 3
+
+
+@dataclass(frozen=True)
+class Table:
+    where: tuple[str, ...]  # the keys that lead to it
+    records: list | None = None  # a list of per-step records
+    columns: dict | None = None  # an object whose lists of numbers are one metric each
+
+    @property
+    def name(self) -> str:
+        return "/".join(self.where)
+
+    @property
+    def evaluation(self) -> bool:
+        return any(key.strip().lower() in EVALUATION_PASSES or key.lower().startswith("eval") for key in self.where)
+
+    def size(self) -> int:
+        if self.records is not None:
+            return len(self.records)
+        return max(len(values) for values in _numeric_lists(self.columns).values())
+
+
+def tables_in(content: dict) -> list[Table]:
+    """The tables of a JSON object, outermost first; none where it holds none (it is then one record)."""
+    return _tables(content, (), 0)
+
+
+def read_tables(path: Path, content: dict, tables: list[Table]) -> RunLog:
+    """One run from the tables found in ``content`` (tables_in)."""
+    parts = [(table, _read_table(path, table)) for table in tables]
+    logged = Counter(key for table, part in parts if not table.evaluation for key in {*part.series, *part.nonfinite})
+    shared = {key for key, count in logged.items() if count > 1}
+    log = RunLog(source=str(path), kind="jsonl")
+    for table, part in parts:
+        log.take_metrics(part, partial(_metric_name, table, shared))
+        log.said += [said for said in part.said if said not in log.said]
+        for key, value in part.params.items():
+            log.params.setdefault(key, value)
+    for key, value in record_settings([content]).items():
+        log.params.setdefault(key, value)
+    if [table.where for table in tables] != [()]:  # not only the plain {metric: [values]} object
+        log.said.insert(0, _where_said(path, tables))
+    return non_empty(log.sort())
+
+
+def _metric_name(table: Table, shared: set[str], key: str) -> str:
+    if table.evaluation:
+        return f"eval/{key}"
+    return f"{table.name}/{key}" if key in shared else key
+
+
+def _tables(value: object, where: tuple[str, ...], depth: int) -> list[Table]:
+    if isinstance(value, list):
+        return [Table(where, records=value)] if where and _is_record_table(value) else []
+    if not isinstance(value, dict):
+        return []
+    found = [Table(where, columns=value)] if _numeric_lists(value) else []
+    if depth < TABLE_DEPTH:
+        for key, item in value.items():
+            if not (key in SETTINGS and isinstance(item, dict)):
+                found += _tables(item, (*where, str(key)), depth + 1)
+    return found
+
+
+def _is_record_table(items: list) -> bool:
+    """Per-step records: most items are objects, and they hold numbers."""
+    records = [item for item in items if isinstance(item, dict)]
+    return (len(records) >= MIN_TABLE_STEPS and len(records) * 2 >= len(items)
+            and any(number(value) is not None for record in records for value in record.values()))
+
+
+def _numeric_lists(columns: dict) -> dict[str, list]:
+    """The object's lists of numbers (None where a step had no value), each one metric's values."""
+    return {str(key): values for key, values in columns.items()
+            if isinstance(values, list) and len(values) >= MIN_TABLE_STEPS
+            and all(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+                    for value in values)
+            and any(value is not None for value in values)}
+
+
+def _read_table(path: Path, table: Table) -> RunLog:
+    if table.records is not None:
+        return read_records(path, table.records)
+    log = RunLog(source=str(path), kind="jsonl")
+    lists = _numeric_lists(table.columns)
+    step_name = step_key(list(lists))
+    steps = lists.pop(step_name) if step_name else None
+    for key, values in lists.items():
+        own_steps = steps if steps is not None and len(steps) == len(values) else range(1, len(values) + 1)
+        for step, value in zip(own_steps, values):
+            log.add(key, int(step) if step is not None else 0, value)
+        if own_steps is not steps:
+            log.params[STEPS_ASSUMED] = "1"
+    if log.params.get(STEPS_ASSUMED):
+        where = f" under {table.name!r}" if table.where else ""
+        log.said.append(f"{path.name} holds one list of values per metric{where}, without steps: read as steps 1, 2, "
+                        "...")
+    return log
+
+
+def _where_said(path: Path, tables: list[Table]) -> str:
+    def one(table: Table) -> str:
+        kind = f"{table.size()} records" if table.records is not None else f"lists of {table.size()} values"
+        where = f"under {table.name!r}" if table.where else "at its top level"
+        return f"{where} ({kind}{', an evaluation pass: kept apart as eval/' if table.evaluation else ''})"
+    return f"{path.name} is one JSON object holding its steps {'; '.join(one(table) for table in tables)}: read from there"
