@@ -37,6 +37,30 @@ def test_reads_exports_in_the_encodings_and_delimiters_spreadsheets_and_shells_w
     assert log.series["loss"][:2] == [(1, 0.49), (2, 0.48)] and len(log.series["reward"]) == 10
 
 
+WINDOWS_STATE = json.dumps({"best_model_checkpoint": "C:\\Users\\Jos\u00e9\\grpo\\checkpoint-10",
+                            **json.loads(STATE)}, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("name, data, said", [
+    # Excel saves "CSV" in the Windows code page: a note column's café is the byte 0xe9, no UTF-8
+    ("excel.csv", (ROWS.replace("\n", ",caf\u00e9\n").replace("reward,caf\u00e9", "reward,note")).encode("cp1252"),
+     r"not UTF-8 \(its byte 0xe9 at position \d+ begins no UTF-8 character\): read as Windows-1252"),
+    ("trainer_state.json", WINDOWS_STATE.encode("cp1252"), "read as Windows-1252"),  # a Windows path, in Latin letters
+    ("records.jsonl", RECORDS.replace('"reward"', '"r\u00e9compense": 1, "reward"').encode("cp1252"),
+     "read as Windows-1252"),
+    # UTF-8 with one stray byte (a line another program wrote): the rest stays UTF-8, its "✓" too
+    ("mixed.csv", ROWS.replace("reward\n", "reward,ok\n").replace("\n", ",\u2713\n").replace("ok,\u2713", "ok")
+     .encode().replace(b"\xe2\x9c\x93\n2,", b"\xe9\n2,", 1),
+     r"1 byte\(s\) of the file are not UTF-8 .*read as replacement characters"),
+])
+def test_a_log_in_no_unicode_encoding_is_read_and_said(tmp_path, name, data, said):
+    """Text in no Unicode encoding is a Windows program's: read as Windows-1252 and said, never refused for it."""
+    (tmp_path / name).write_bytes(data)
+    log = read_source(str(tmp_path / name))
+    assert log.series["loss"][:2] == [(1, 0.49), (2, 0.48)] and len(log.series["reward"]) == 10
+    assert any(re.search(said, line) for line in log.said), log.said
+
+
 LONG_STATE = json.dumps({"log_history": [{"step": step, "loss": 0.5 - step / 100, "reward": step / 40,
                                            "completions": {"mean_length": 90.0 + step}} for step in range(1, 41)],
                          "logging_steps": 1}, indent=2)

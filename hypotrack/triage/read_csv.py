@@ -38,7 +38,8 @@ DECIMAL_COMMA = re.compile(r"[-+]?\d*,\d+(?:[eE][-+]?\d+)?")
 
 def read_csv(path: Path) -> list[RunLog]:
     """Every run the export holds (most hold one)."""
-    rows, text, last_row_line = _rows(path)
+    decoded: list[str] = []  # what decode_text says of a file that is not UTF-8
+    rows, text, last_row_line = _rows(path, decoded)
     unfinished = csv_unfinished_line(text, rows, last_row_line)
     if unfinished and len(rows) == 2:
         raise HypotrackError(f"{path}: {cut_short(unfinished)} (its only row is incomplete)")
@@ -95,6 +96,7 @@ def read_csv(path: Path) -> list[RunLog]:
     if not logs:
         raise HypotrackError(f"{path}: no numeric metrics logged")
     for log in logs.values():
+        log.said += decoded
         if unfinished:
             log.said.append(f"the file ends inside its last row (line {unfinished}), as a run still writing it leaves "
                             "it: the rows before it are read")
@@ -105,9 +107,9 @@ def read_csv(path: Path) -> list[RunLog]:
     return [non_empty(log.sort()) for log in logs.values()]
 
 
-def _rows(path: Path) -> tuple[list[list[str]], str, int]:
+def _rows(path: Path, said: list[str]) -> tuple[list[list[str]], str, int]:
     try:
-        text = decode_text(path.read_bytes())
+        text = decode_text(path.read_bytes(), said)
         delimiter = _delimiter(text)
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
         rows, last_row_line = [], 1

@@ -98,8 +98,8 @@ def _is_evaluation(record: dict) -> bool:
 
 def _lines(path: Path, said: list[str]) -> list:
     try:
-        text = decode_text(path.read_bytes())
-    except (OSError, UnicodeDecodeError) as exc:
+        text = decode_text(path.read_bytes(), said)
+    except (OSError, UnicodeDecodeError) as exc:  # UTF-16 cut in the middle of a character
         raise HypotrackError(f"{path}: cannot read ({exc})") from None
     records = []
     lines = text.splitlines()

@@ -25,7 +25,7 @@ def load_json(path: Path, said: list[str] | None = None) -> object:
     ``said`` gets the sentence that says so: a run killed while writing it, or a copy taken while it was written,
     still holds every step before the cut. Settings are never read from a part of their file."""
     try:
-        text = decode_text(path.read_bytes())
+        text = decode_text(path.read_bytes(), said)
         return json.loads(text)
     except OSError as exc:
         raise HypotrackError(f"{path}: cannot read ({exc.strerror})") from None

@@ -68,19 +68,46 @@ def non_empty(log: RunLog) -> RunLog:
     return log
 
 
-def decode_text(data: bytes) -> str:
-    """A text export's content: UTF-8 (with or without a byte-order mark) or UTF-16 (Excel's "Unicode text")."""
+# Text in no Unicode encoding comes from a Windows program: Excel saves a "CSV" in the system's code page, and a
+# Windows path in a trainer_state.json (C:\Users\José\...) or a console's `µs` is written in it. Windows-1252
+# reads all but five of the 256 bytes, Latin-1 every one, so no log is refused for its encoding.
+LEGACY_ENCODINGS = (("cp1252", "Windows-1252"), ("latin-1", "Latin-1"))
+# A character UTF-8 decoded, other than the one it puts for a byte it cannot: the file is UTF-8 with stray bytes.
+DECODED_NON_ASCII = re.compile(r"[^\x00-\x7f\ufffd]")
+
+
+def decode_text(data: bytes, said: list[str] | None = None) -> str:
+    """A text file's content: UTF-8 (with or without a byte-order mark) or UTF-16 (Excel's "Unicode text").
+
+    Text that is not UTF-8 is still read, and ``said`` (where given: a log of the run's metrics) gets the sentence
+    that says how: UTF-8 with a few bytes that are not (a log cut in the middle of a character, a line another program
+    wrote) keeps them as replacement characters; text with no UTF-8 character at all is read as Windows-1252."""
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return data.decode("utf-16")
     if len(data) >= 4 and data[1] == 0 and data[3] == 0:  # UTF-16 without its mark: ASCII headers, every 2nd byte 0
         return data.decode("utf-16-le")
-    return data.decode("utf-8-sig")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        first = f"byte 0x{data[exc.start]:02x} at position {exc.start}"
+        lenient = data.decode("utf-8-sig", errors="replace")
+        if DECODED_NON_ASCII.search(lenient) or exc.start >= len(data) - 3:  # stray bytes in UTF-8, or a cut character
+            if said is not None:
+                said.append(f"{lenient.count(chr(0xFFFD))} byte(s) of the file are not UTF-8 (the first: {first}): "
+                            "read as replacement characters, the rest as UTF-8")
+            return lenient
+    for codec, name in LEGACY_ENCODINGS:
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        if said is not None:
+            said.append(f"the file is not UTF-8 (its {first} begins no UTF-8 character): read as {name}, as "
+                        "Windows programs write text (Excel saving a CSV, a Windows path in a trainer_state.json)")
+        return text
+    raise AssertionError("Latin-1 decodes every byte")
 
 
 def log_text(data: bytes) -> str:
-    """A log's text as decode_text reads it; bytes no encoding reads (a log cut mid-character, a stray Latin-1 byte)
-    as replacement characters, so one bad byte never hides the rest of the log."""
-    try:
-        return decode_text(data)
-    except UnicodeDecodeError:
-        return data.decode("utf-8", errors="replace")
+    """A log's text as decode_text reads it, whatever bytes it holds: one bad byte never hides the rest of the log."""
+    return decode_text(data)
