@@ -1156,6 +1156,8 @@ LAUNCHED = {  # what a launcher or a terminal puts on each line it relays
     "Ray": lambda line: f"(TaskRunner pid=41873) {line}",
     "Python's logging": lambda line: f"2025-03-01 12:00:{len(line) % 60:02d},123 - grpo - INFO - {line}",
     "loguru": lambda line: f"2025-03-01 12:00:00.123 | INFO     | train:log_step:88 - {line}",
+    # tqdm redraws its bar after a carriage return and clears it the same way before a line is printed
+    "a tqdm bar in a captured terminal": lambda line: f" 40%|\u2588\u2588\u2588\u2588      | 4/10 [00:08<00:12]\r    \r{line}",
 }
 
 
@@ -1172,6 +1174,28 @@ def test_a_console_log_relayed_by_a_launcher_reads_as_the_script_printed_it(tmp_
     plain, log = read_source(str(tmp_path / "plain.log")), read_source(str(relayed))
     assert log.series == plain.series and len(log.series["reward"]) == 10
     assert any(said.startswith("read without the ") for said in log.said), log.said
+
+
+def test_a_captured_terminals_progress_bars_leave_the_lines_they_share_whole(tmp_path):
+    """`script` or a notebook's cell capture keeps tqdm's every redraw on the line a loop printed: before it (cleared by
+    `\\r`), joined to it (a line printed right after a redraw) or after it. A loop's step blocks are read by where
+    their lines start, so the bars are taken off first and said; a bar with a postfix is a loop's own log and stays."""
+    bar = " {p}%|\u2588\u2588   | {s}/10 [00:{s:02d}<00:09, 1.02s/it]"
+    lines = ["Loading checkpoint shards: 100%|\u2588\u2588| 2/2 [00:02<00:00,  1.30s/it]\r"]
+    for s in range(1, 10):
+        block = [f"Step {s}", f"  Reward: {0.05 * s:.2f}", "  KL: 0.0010", f"  Loss: {0.5 - s / 50:.3f}"]
+        before, after = bar.format(p=10 * s - 5, s=s), bar.format(p=10 * s, s=s)
+        block[0] = [f"\r{before}\r      \r{block[0]}", f"\r{before}{block[0]}", f"{block[0]}\r{after}"][s % 3]
+        lines += block
+    path = tmp_path / "captured.log"
+    path.write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    log = read_source(str(path))
+    assert log.series["reward"] == [(s, round(0.05 * s, 2)) for s in range(1, 10)], log.series
+    assert any("progress bars redrawn after carriage returns" in said for said in log.said), log.said
+    postfix = tmp_path / "postfix.log"
+    postfix.write_text("".join(f"\r{s}0%|\u2588  | {s}/9 [00:0{s}<00:09, 1.0it/s, loss={0.5 - s / 50}, "
+                               f"reward={s / 10}]" for s in range(1, 10)) + "\n")
+    assert [value for _, value in read_source(str(postfix)).series["reward"]] == [s / 10 for s in range(1, 10)]
 
 
 def test_a_loop_that_starts_each_line_with_its_step_keeps_it():

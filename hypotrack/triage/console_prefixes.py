@@ -3,12 +3,14 @@
 A training script's own prints are what the console readers read; a multi-process launcher, a cluster's scheduler or a
 logging setup puts something in front of every line (torchrun's `[default0]:`, `srun --label`'s `0: `, a DeepSpeed or
 pdsh host's `worker-0: `, MPI's `[1,0]<stdout>:`, Docker Compose's `trainer-1  | `, `kubectl logs --timestamps`' ISO
-time, a logger's time and level), and a coloured terminal wraps text in ANSI escape codes. Left on, they hide where a
-line starts (a step block's `Step 12`, a table's `Step | Reward`) or add a table cell. ANSI codes and Ray's `(TaskRunner pid=123)` say what they are
-wherever they appear, and are always taken off; a launcher's prefix is taken off where PREFIXED_SHARE of the lines or
-more carry one (a launcher prefixes every line it relays), and where its form could be the script's own (a bare
-number, a word with a digit in it), only where that many carry the very same one, so that a loop that starts each line
-with its step is never cut.
+time, a logger's time and level), a coloured terminal wraps text in ANSI escape codes, and a progress bar's redraws
+after a carriage return share the line a script printed. Left on, they hide where a line starts (a step block's
+`Step 12`, a table's `Step | Reward`) or add a table cell. ANSI codes and Ray's `(TaskRunner pid=123)` say what they
+are wherever they appear, and are always taken off; progress bars are, for the readers that read where a line starts
+(without_progress_bars). A launcher's prefix is taken off where PREFIXED_SHARE of the lines or more carry one (a
+launcher prefixes every line it relays), and where its form could be the script's own (a bare number, a word with a
+digit in it), only where that many carry the very same one, so that a loop that starts each line with its step is
+never cut.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ LAUNCHER_PREFIXES = {
     "srun --label's": (re.compile(r"^ *\d+: "), True),
     "a host's (DeepSpeed, pdsh)": (re.compile(r"^[A-Za-z][\w.-]*\d[\w.-]*: "), True),
 }
+# A progress bar's redraw: tqdm's percentage, bar, count and times (" 40%|████  | 4/10 [00:08<00:12, 2.00s/it]"), or
+# its count and times where it has no total ("5it [00:10, 2.00it/s]"). One that carries a postfix (tqdm's set_postfix:
+# "loss=0.3, reward=0.5") is a loop's log, kept.
+PROGRESS_BAR = re.compile(r" *\d+%\|[^|\r\n]*\| *[\d.]+[kMG]?/[\d.]+[kMG]? *(?:\[[^\]\r\n]*\])?"
+                          r"| *[\d.]+[kMG]?it \[[^\]\r\n]*\]")
 PREFIXED_SHARE = 0.8
 SAMPLED_LINES = 2000  # the lines whose prefixes decide: a launcher's is on the first ones as on all
 
@@ -62,3 +69,26 @@ def plain_text(text: str) -> tuple[str, str]:
         taken.append(f"{who} prefix on every line ({example.strip()!r})")
         break
     return text, " and ".join(taken)
+
+
+def without_progress_bars(text: str) -> tuple[str, bool]:
+    """The text without the progress bars carriage returns interleave with the lines a script printed. A bar (tqdm's)
+    redraws itself after `\\r` and clears itself the same way before a line is printed, so a captured log holds its
+    every redraw on the printed line's line, before it, after it, or joined to it (a line printed right after a
+    redraw). What a carriage return separates is kept as a line each, without its bars. True where a bar was taken.
+    For the readers that read a line by where it starts (a table, a step block); the printed dicts' reader reads the
+    bars, whose counts pin down the steps its dicts were printed at."""
+    if "\r" not in text:
+        return text, False
+    lines, taken = [], False
+    for line in text.split("\n"):
+        if "\r" in line.rstrip("\r"):  # CRLF line ends are no redraw
+            kept = []
+            for part in line.split("\r"):
+                rest = PROGRESS_BAR.sub(lambda bar: bar.group() if "=" in bar.group() else "", part)
+                taken = taken or rest != part
+                if rest.strip():
+                    kept.append(rest)
+            line = "\n".join(kept)
+        lines.append(line)
+    return "\n".join(lines), taken

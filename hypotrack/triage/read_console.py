@@ -38,7 +38,7 @@ from collections import Counter
 
 from hypotrack.errors import HypotrackError
 
-from .console_prefixes import LOGGER_PREFIX, plain_text
+from .console_prefixes import LOGGER_PREFIX, plain_text, without_progress_bars
 from .keys import END_OF_TRAINING, EVAL_PREFIXES, canonical_name, evaluation_body, hand_written, loop_key
 from .read_html_table import has_progress_table, read_progress_table
 from .runlog import HAND_WRITTEN, PRIOR_TRAINING, PRIOR_TRAINING_SAID, STEPS_ASSUMED, RunLog
@@ -131,9 +131,10 @@ STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy"
 
 def looks_like_console(text: str) -> bool:
     text = plain_text(text)[0]
-    lines = text.splitlines()
-    return bool(PRINTED_DICT.search(text) or VERL_STEP.search(text) or has_progress_table(text)
-                or any(_loop_line(line) for line in lines)
+    if PRINTED_DICT.search(text) or VERL_STEP.search(text) or has_progress_table(text):
+        return True
+    lines = without_progress_bars(text)[0].splitlines()
+    return bool(any(_loop_line(line) for line in lines)
                 or any(_table_header(_table_cells(line)) is not None for line in lines
                        if any(bar in line for bar in TABLE_BARS))
                 or bool(_step_blocks(lines)) or bool(_stepless_rows(lines)))
@@ -148,22 +149,26 @@ def console_log(text: str, source: str, logging_steps: int | None = None,
         _read_trainer_dicts(text, log, logging_steps)
     if not log.series and not log.nonfinite:
         read_progress_table(text, log)
+    # what a hand-written loop prints is read by where its lines start, which a progress bar's redraws hide
+    lined, bars = without_progress_bars(text) if not log.series and not log.nonfinite else (text, False)
     if not log.series and not log.nonfinite:
-        _read_tables(text, log)
+        _read_tables(lined, log)
         if log.series or log.nonfinite:
             _hand_written_log(log, "a table")
     if not log.series and not log.nonfinite:
-        _read_loop_lines(text, log)
+        _read_loop_lines(lined, log)
         if log.series or log.nonfinite:
             _hand_written_log(log, "progress lines")
     if not log.series and not log.nonfinite:
-        _read_step_blocks(text, log)
+        _read_step_blocks(lined, log)
         if log.series or log.nonfinite:
             _hand_written_log(log, "step blocks")
     if not log.series and not log.nonfinite:
-        _read_stepless_lines(text, log)
+        _read_stepless_lines(lined, log)
         if log.series or log.nonfinite:
             _hand_written_log(log, "lines without a step")
+    if bars and (log.series or log.nonfinite):
+        taken_off = " and ".join(filter(None, [taken_off, "progress bars redrawn after carriage returns"]))
     if not log.series and not log.nonfinite:
         raise HypotrackError(f"{source}: {nothing} (none of {CONSOLE_FORMATS}); "
                              "pass the run's trainer_state.json, its TensorBoard folder or a tracker's CSV export "
