@@ -403,7 +403,8 @@ def _carry_out(trial: Trial, tmp: Path, cache: Path, obs: Observation, runners: 
             if run.runner_sig is not None:
                 os.kill(run.pid, run.runner_sig)  # not yet waited for: at worst a zombie, never another process
             if held:
-                _signal_all(pids.values(), signal.SIGCONT)  # the SIGTERM its death sent them is delivered now
+                # let them go: the SIGTERM the runner's death sends them (PR_SET_PDEATHSIG) stops them, as before
+                _signal_all(pids.values(), signal.SIGCONT)
             for arm, sig in run.victims.items():
                 try:
                     os.kill(pids[f"{arm}-seed0"], sig)

@@ -116,7 +116,8 @@ def _read_table(path: Path, table: Table) -> RunLog:
     for key, values in lists.items():
         own_steps = steps if steps is not None and len(steps) == len(values) else range(1, len(values) + 1)
         for step, value in zip(own_steps, values):
-            log.add(key, int(step) if step is not None else 0, value)
+            if step is not None:  # a step list with a gap has no step for that value
+                log.add(key, int(step), value)
         if own_steps is not steps:
             log.params[STEPS_ASSUMED] = "1"
     if log.params.get(STEPS_ASSUMED):
