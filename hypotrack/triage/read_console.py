@@ -149,26 +149,16 @@ def console_log(text: str, source: str, logging_steps: int | None = None,
         _read_trainer_dicts(text, log, logging_steps)
     if not log.series and not log.nonfinite:
         read_progress_table(text, log)
-    # what a hand-written loop prints is read by where its lines start, which a progress bar's redraws hide
-    lined, bars = without_progress_bars(text) if not log.series and not log.nonfinite else (text, False)
     if not log.series and not log.nonfinite:
-        _read_tables(lined, log)
-        if log.series or log.nonfinite:
-            _hand_written_log(log, "a table")
-    if not log.series and not log.nonfinite:
-        _read_loop_lines(lined, log)
-        if log.series or log.nonfinite:
-            _hand_written_log(log, "progress lines")
-    if not log.series and not log.nonfinite:
-        _read_step_blocks(lined, log)
-        if log.series or log.nonfinite:
-            _hand_written_log(log, "step blocks")
-    if not log.series and not log.nonfinite:
-        _read_stepless_lines(lined, log)
-        if log.series or log.nonfinite:
-            _hand_written_log(log, "lines without a step")
-    if bars and (log.series or log.nonfinite):
-        taken_off = " and ".join(filter(None, [taken_off, "progress bars redrawn after carriage returns"]))
+        # what a hand-written loop prints is read by where its lines start, which a progress bar's redraws hide
+        lined, bars = without_progress_bars(text)
+        for read, printed in HAND_WRITTEN_READERS:
+            read(lined, log)
+            if log.series or log.nonfinite:
+                _hand_written_log(log, printed)
+                if bars:
+                    taken_off = " and ".join(filter(None, [taken_off, "progress bars redrawn after carriage returns"]))
+                break
     if not log.series and not log.nonfinite:
         raise HypotrackError(f"{source}: {nothing} (none of {CONSOLE_FORMATS}); "
                              "pass the run's trainer_state.json, its TensorBoard folder or a tracker's CSV export "
@@ -604,3 +594,8 @@ def _steps(entries: list[tuple[tuple[int, int] | None, dict]]) -> list[int] | No
     if any(b <= a for a, b in zip(steps, steps[1:])):
         return None
     return steps
+
+
+# A hand-written loop's prints, by what each reader reads, in the order they are tried: the first that reads a step wins.
+HAND_WRITTEN_READERS = ((_read_tables, "a table"), (_read_loop_lines, "progress lines"),
+                        (_read_step_blocks, "step blocks"), (_read_stepless_lines, "lines without a step"))
