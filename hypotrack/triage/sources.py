@@ -47,7 +47,7 @@ from .read_tensorboard import event_files, is_event_file, read_tensorboard
 from .read_wandb import is_wandb_file, read_wandb, wandb_console_logs, wandb_files
 from .runlog import RunLog
 from .training_args import ARGS_FILE, JSON_ARGS_FILE, settings
-from .values import log_text, non_empty
+from .values import decode_text, non_empty
 
 # Keys only transformers' trainer_state.json has.
 STATE_MARKS = {"global_step", "best_model_checkpoint", "is_world_process_zero", "log_history"}
@@ -239,7 +239,7 @@ def _read_folder(folder: Path) -> list[RunLog]:
     if len(readable) > 1 and (logs := _each_log(folder, readable)):
         return logs
     pasted = [] if readable else [path for path in sorted(folder.iterdir()) if path.suffix.lower() in PASTED_LOGS
-                                  and path.is_file() and looks_like_console(log_text(path.read_bytes()))]
+                                  and path.is_file() and looks_like_console(decode_text(path.read_bytes()))]
     if len(pasted) == 1:  # a terminal capture kept as a Markdown page, the folder's only log
         logs = _read_file(pasted[0])
         for log in logs:
@@ -474,7 +474,7 @@ def _read_file(path: Path) -> list[RunLog]:
         return [read_notebook(path)]
     if is_wandb_file(path, head):
         return read_wandb(path)
-    pasted_log = suffix in PASTED_LOGS and looks_like_console(log_text(path.read_bytes()))
+    pasted_log = suffix in PASTED_LOGS and looks_like_console(decode_text(path.read_bytes()))
     if (suffix in NOT_METRICS and not pasted_log) or _binary(head):
         what = NOT_METRICS.get(suffix, "a binary file")
         raise HypotrackError(f"{path}: {what}, not a log of the run's metrics; {WHAT_TO_PASS}")
@@ -491,10 +491,10 @@ def _read_file(path: Path) -> list[RunLog]:
             log.said[:0] = cut_note
         if logs:
             return logs
-    text = log_text(head)
+    text = decode_text(head)
     if suffix == ".jsonl" or _first_line_is_object(text):
         return [read_records(path)]
-    whole = log_text(path.read_bytes())  # UTF-16 too: what `python train.py > train.log` writes in PowerShell
+    whole = decode_text(path.read_bytes())  # UTF-16 too: what `python train.py > train.log` writes in PowerShell
     if looks_like_console(whole):
         return [console_log(whole, str(path), _logging_steps(path.parent / ARGS_FILE))]
     if _has_step_header(text):

@@ -77,7 +77,8 @@ DECODED_NON_ASCII = re.compile(r"[^\x00-\x7f\ufffd]")
 
 
 def decode_text(data: bytes, said: list[str] | None = None) -> str:
-    """A text file's content: UTF-8 (with or without a byte-order mark) or UTF-16 (Excel's "Unicode text").
+    """A text file's content, whatever bytes it holds (one bad byte never hides the rest of a log): UTF-8 (with or
+    without a byte-order mark) or UTF-16 (Excel's "Unicode text").
 
     Text that is not UTF-8 is still read, and ``said`` (where given: a log of the run's metrics) gets the sentence
     that says how: UTF-8 with a few bytes that are not (a log cut in the middle of a character, a line another program
@@ -106,8 +107,3 @@ def decode_text(data: bytes, said: list[str] | None = None) -> str:
                         "Windows programs write text (Excel saving a CSV, a Windows path in a trainer_state.json)")
         return text
     raise AssertionError("Latin-1 decodes every byte")
-
-
-def log_text(data: bytes) -> str:
-    """A log's text as decode_text reads it, whatever bytes it holds: one bad byte never hides the rest of the log."""
-    return decode_text(data)
