@@ -32,7 +32,7 @@ MIN_TABLE_STEPS = 3
 class Table:
     where: tuple[str, ...]  # the keys that lead to it
     records: list | None = None  # a list of per-step records
-    columns: dict | None = None  # an object whose lists of numbers are one metric each
+    columns: dict[str, list] | None = None  # an object's lists of numbers, one metric's values each
 
     @property
     def name(self) -> str:
@@ -45,7 +45,7 @@ class Table:
     def size(self) -> int:
         if self.records is not None:
             return len(self.records)
-        return max(len(values) for values in _numeric_lists(self.columns).values())
+        return max(len(values) for values in self.columns.values())
 
 
 def tables_in(content: dict) -> list[Table]:
@@ -82,7 +82,8 @@ def _tables(value: object, where: tuple[str, ...], depth: int) -> list[Table]:
         return [Table(where, records=value)] if where and _is_record_table(value) else []
     if not isinstance(value, dict):
         return []
-    found = [Table(where, columns=value)] if _numeric_lists(value) else []
+    lists = _numeric_lists(value)
+    found = [Table(where, columns=lists)] if lists else []
     if depth < TABLE_DEPTH:
         for key, item in value.items():
             if not (key in SETTINGS and isinstance(item, dict)):
@@ -110,7 +111,7 @@ def _read_table(path: Path, table: Table) -> RunLog:
     if table.records is not None:
         return read_records(path, table.records)
     log = RunLog(source=str(path), kind="jsonl")
-    lists = _numeric_lists(table.columns)
+    lists = dict(table.columns)
     step_name = step_key(list(lists))
     steps = lists.pop(step_name) if step_name else None
     for key, values in lists.items():
