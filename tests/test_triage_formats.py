@@ -492,6 +492,15 @@ def test_a_loops_json_dump_of_its_run_is_read_from_the_tables_in_it(tmp_path):
     single = tmp_path / "single.json"
     single.write_text(json.dumps({"reward": 0.5, "range": [0, 1]}))
     assert read_source(str(single)).series["reward"] == [(1, 0.5)]
+    # a run stopped after its first steps keeps a short history; an object of neither is said to be neither
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps({"config": {"beta": 0.04}, "history": steps[:2]}))
+    assert read_source(str(short)).series["reward"] == [(10, 0.1), (20, 0.2)]
+    for content in ({"reward": [0.1, 0.2], "loss": [0.3, 0.2]}, {"model": "Qwen2.5-0.5B", "notes": "first try"}):
+        single.write_text(json.dumps(content))
+        with pytest.raises(HypotrackError, match=r"single.json: one JSON object with no metric in it: no number "
+                                                 rf"under its keys \({', '.join(content)}\)"):
+            read_source(str(single))
 
 
 def test_tinker_cookbook_metrics_are_the_roles_triage_reads(tmp_path):

@@ -8,7 +8,7 @@ levels is read: records as read_jsonl reads a JSON list of them, lists of values
 has one of the same length, else as steps 1, 2, ... (STEPS_ASSUMED). A table under a key that names an evaluation pass
 keeps its metrics under eval/, apart from training's; where two training tables log the same name, each keeps its
 own under its key (rollout/reward, train/reward). The object's settings (its "config", "args", ...) are the run's
-params. An object with no table in it is one record, as before.
+params. An object with no table in it is one record, as before, and one with no number in it either is said to be so.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from .values import non_empty, number, step_key
 TABLE_DEPTH = 3
 # A table has at least this many steps: a list of two values is a pair (a range, a shape), not a run's history.
 MIN_TABLE_STEPS = 3
+# ... but a list of per-step records is a history at any length (a run stopped after its first steps): read where
+# the object holds no longer table, so that a short list of records beside a run's history is no second table.
+MIN_SHORT_RECORDS = 1
 
 
 @dataclass(frozen=True)
@@ -48,9 +51,21 @@ class Table:
         return max(len(values) for values in self.columns.values())
 
 
+def read_object(path: Path, content: dict) -> RunLog:
+    """A JSON object that is not a trainer_state: the tables in it, else the object as one record."""
+    tables = tables_in(content)
+    if tables:
+        return read_tables(path, content, tables)
+    keys = ", ".join(map(str, list(content)[:8])) + (", ..." if len(content) > 8 else "")
+    return read_records(path, [content], no_metric=(
+        f"{path}: one JSON object with no metric in it: no number under its keys ({keys}), nor a list of per-step "
+        f"records or of {MIN_TABLE_STEPS} values or more; pass the log the run wrote as it trained (its "
+        "trainer_state.json or output folder, its TensorBoard event files, a JSONL of its steps)"))
+
+
 def tables_in(content: dict) -> list[Table]:
     """The tables of a JSON object, outermost first; none where it holds none (it is then one record)."""
-    return _tables(content, (), 0)
+    return _tables(content, (), 0, MIN_TABLE_STEPS) or _tables(content, (), 0, MIN_SHORT_RECORDS, columns=False)
 
 
 def read_tables(path: Path, content: dict, tables: list[Table]) -> RunLog:
@@ -77,24 +92,25 @@ def _metric_name(table: Table, shared: set[str], key: str) -> str:
     return f"{table.name}/{key}" if key in shared else key
 
 
-def _tables(value: object, where: tuple[str, ...], depth: int) -> list[Table]:
+def _tables(value: object, where: tuple[str, ...], depth: int, fewest: int, columns: bool = True) -> list[Table]:
+    """Tables of at least ``fewest`` steps; lists of values too where ``columns``."""
     if isinstance(value, list):
-        return [Table(where, records=value)] if where and _is_record_table(value) else []
+        return [Table(where, records=value)] if where and _is_record_table(value, fewest) else []
     if not isinstance(value, dict):
         return []
-    lists = _numeric_lists(value)
+    lists = _numeric_lists(value) if columns else {}
     found = [Table(where, columns=lists)] if lists else []
     if depth < TABLE_DEPTH:
         for key, item in value.items():
             if not (key in SETTINGS and isinstance(item, dict)):
-                found += _tables(item, (*where, str(key)), depth + 1)
+                found += _tables(item, (*where, str(key)), depth + 1, fewest, columns)
     return found
 
 
-def _is_record_table(items: list) -> bool:
+def _is_record_table(items: list, fewest: int) -> bool:
     """Per-step records: most items are objects, and they hold numbers."""
     records = [item for item in items if isinstance(item, dict)]
-    return (len(records) >= MIN_TABLE_STEPS and len(records) * 2 >= len(items)
+    return (len(records) >= fewest and len(records) * 2 >= len(items)
             and any(number(value) is not None for record in records for value in record.values()))
 
 

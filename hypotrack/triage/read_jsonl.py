@@ -22,8 +22,9 @@ from .runlog import RunLog
 from .values import STEP_KEYS, decode_text, non_empty, number, refuse_wrapped, step_key, step_number
 
 
-def read_records(path: Path, records: list | None = None) -> RunLog:
-    """``records`` when the caller already parsed a JSON list; else the file's lines, one object each."""
+def read_records(path: Path, records: list | None = None, no_metric: str = "") -> RunLog:
+    """``records`` when the caller already parsed a JSON list; else the file's lines, one object each. ``no_metric``:
+    what the error says of the file where no record holds a number (its caller knows what the file is)."""
     log = RunLog(source=str(path), kind="jsonl")
     if records is None:
         records = _lines(path, log.said)
@@ -59,7 +60,7 @@ def read_records(path: Path, records: list | None = None) -> RunLog:
         log.said.append(f"{counted} record(s) carry no step ({', '.join(STEP_KEYS)}): read at their position in the "
                         "file")
     if not log.series and not log.nonfinite:
-        raise HypotrackError(f"{path}: JSON records with no numeric metric in them")
+        raise HypotrackError(no_metric or f"{path}: JSON records with no numeric metric in them")
     return non_empty(log.sort())
 
 

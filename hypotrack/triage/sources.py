@@ -38,7 +38,7 @@ from .heldout import heldout_score
 from .keys import EVAL_PREFIXES, canonical_name
 from .read_console import CONSOLE_FORMATS, console_log, looks_like_console
 from .read_csv import read_csv
-from .read_json_tables import read_tables, tables_in
+from .read_json_tables import read_object
 from .read_jsonl import read_records
 from .read_notebook import NOTEBOOK, read_notebook
 from .read_scalar_csv import downloads_of_its_run, is_scalar_download, read_scalar_downloads, scalar_downloads
@@ -533,16 +533,10 @@ def _json_logs(path: Path, suffix: str, content: object) -> list[RunLog]:
     if isinstance(content, list):
         return [read_records(path, content)]
     if isinstance(content, dict):
-        return [_one_record_file(path, content)]
+        return [read_object(path, content)]
     if suffix == ".json" and content is None:
         return [read_records(path)]
     return []
-
-
-def _one_record_file(path: Path, content: dict) -> RunLog:
-    """A JSON object that is not a trainer_state: the tables in it (read_json_tables), else one record."""
-    tables = tables_in(content)
-    return read_tables(path, content, tables) if tables else read_records(path, [content])
 
 
 def _first_line_is_object(text: str) -> bool:
