@@ -481,6 +481,10 @@ def test_a_loops_json_dump_of_its_run_is_read_from_the_tables_in_it(tmp_path):
         assert any(said.startswith(f"{name} is one JSON object holding its steps under") for said in log.said), log.said
     assert read_source(str(tmp_path / "history.json")).params["beta"] == "0.04"
     assert read_source(str(tmp_path / "passes.json")).series["eval/reward"] == [(30, 0.5), (60, 0.7), (90, 0.8)]
+    marked = tmp_path / "marked.json"  # an evaluation table whose records also say they are one
+    marked.write_text(json.dumps({"train": steps, "eval": [{"type": "eval", "step": 30 * s, "reward": 0.5}
+                                                           for s in range(1, 4)]}))
+    assert read_source(str(marked)).series["eval/reward"][0] == (30, 0.5)
     # two training tables that log the same name keep it under their keys; lists of values without steps are numbered
     both = tmp_path / "both.json"
     both.write_text(json.dumps({"rollout": [{"reward": s / 10} for s in range(1, 5)],

@@ -87,8 +87,8 @@ def read_tables(path: Path, content: dict, tables: list[Table]) -> RunLog:
 
 
 def _metric_name(table: Table, shared: set[str], key: str) -> str:
-    if table.evaluation:
-        return f"eval/{key}"
+    if table.evaluation:  # its records may say so themselves ("type": "eval"), read as eval/ already
+        return key if key.startswith("eval/") else f"eval/{key}"
     return f"{table.name}/{key}" if key in shared else key
 
 
