@@ -18,12 +18,9 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
-import yaml
+from real_run_support import CORPUS_DIR, LOG_ROOTS, PROJECT, corpus_entries
 
-PROJECT = Path(__file__).resolve().parents[1]
-CORPUS_DIR = PROJECT / "tests" / "fixtures" / "real_runs"
-LOG_ROOTS = (CORPUS_DIR, PROJECT.parent / "shared" / "real_runs")
-ENTRIES = yaml.safe_load((CORPUS_DIR / "corpus.yaml").read_text())["entries"]
+ENTRIES = corpus_entries()
 HYPOTHESES = {path.name.split("_", 1)[0] for path in (PROJECT / "hypotheses").glob("h*.yaml")}
 OUTCOMES = {"learned", "flat", "worse", "unclear"}
 # Files in the corpus folder that are not logs: the corpus itself, its ignore rule, and the holdout's first reading

@@ -15,7 +15,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-import yaml
+from real_run_support import PROJECT, corpus_entries, log_folder, log_source
 
 from hypotrack.triage.api import triage
 from hypotrack.triage.derived import add_derived
@@ -25,10 +25,6 @@ from hypotrack.triage.roles import assign_roles, default_task, task_candidates
 from hypotrack.triage.runlog import RunLog
 from hypotrack.triage.sources import read_source
 
-HERE = Path(__file__).resolve().parent
-CORPUS_DIR = HERE / "fixtures" / "real_runs"
-LOG_ROOTS = (CORPUS_DIR, HERE.parents[1] / "shared" / "real_runs")  # where test_real_run_corpus.py looks for the logs
-
 pytestmark = pytest.mark.real_runs
 
 
@@ -36,26 +32,22 @@ pytestmark = pytest.mark.real_runs
 def hypotheses():
     from hypotrack.definitions import Project, load_library
 
-    return load_library(Project(HERE.parent)).hypotheses
+    return load_library(Project(PROJECT)).hypotheses
 
 
 def corpus(slug: str) -> Path:
     """A fit-half log of the corpus, as a user would point triage at it (the folder of a trainer_state.json, else
     the file), checked against the sha256 corpus.yaml records. A log that is not here is named, as
     test_real_run_corpus.py names every missing one: fetched from the repository and commit corpus.yaml gives."""
-    entries = {e["slug"]: e for e in yaml.safe_load((CORPUS_DIR / "corpus.yaml").read_text())["entries"]}
-    entry = entries[slug]
+    entry = next(e for e in corpus_entries() if e["slug"] == slug)
     assert entry["half"] == "fit", f"{slug} is in the holdout half: tests read the fit half only"
-    folder = next((root / slug for root in LOG_ROOTS if (root / slug).is_dir()), CORPUS_DIR / slug)
+    folder = log_folder(slug)
     for file in entry["files"]:
         path = folder / file["file"]
         assert path.is_file(), (f"{path} is not here: {file['path']} from {entry['repository']} at {entry['commit']} "
                                 "(tests/fixtures/real_runs/corpus.yaml), kept in shared/real_runs/")
         assert hashlib.sha256(path.read_bytes()).hexdigest() == file["sha256"], path
-    names = [f["file"] for f in entry["files"]]
-    if "trainer_state.json" in names or any("/" in name for name in names):  # or a run's folders (W&B's)
-        return folder
-    return folder / next(n for n in names if not n.endswith(".bin"))
+    return log_source(entry, folder)
 
 
 def derived(source: str, task_reward: str | None = None) -> RunLog:
@@ -284,7 +276,7 @@ def test_8_tied_groups_of_solved_prompts_are_no_suspect(hypotheses):
 
 
 def test_9_every_format_of_the_fit_half_is_read(hypotheses):
-    entries = [e for e in yaml.safe_load((CORPUS_DIR / "corpus.yaml").read_text())["entries"] if e["half"] == "fit"]
+    entries = [e for e in corpus_entries() if e["half"] == "fit"]
     for entry in entries:
         report = triage(str(corpus(entry["slug"])), hypotheses, run=entry.get("run_name"))
         assert report.steps >= 1, entry["slug"]

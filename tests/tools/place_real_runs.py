@@ -24,7 +24,8 @@ from pathlib import Path
 
 import yaml
 
-CORPUS_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "real_runs"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' own modules
+from real_run_support import CORPUS_DIR, CORPUS_FILE
 
 
 @dataclass
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--clones", type=Path, required=True, help="the folder holding the repositories' clones")
     parser.add_argument("--into", type=Path, default=CORPUS_DIR, help="where the <slug>/ folders go (the corpus's own)")
-    parser.add_argument("--corpus", type=Path, default=CORPUS_DIR / "corpus.yaml")
+    parser.add_argument("--corpus", type=Path, default=CORPUS_FILE)
     args = parser.parse_args(argv)
     entries = yaml.safe_load(args.corpus.read_text())["entries"]
     results = [result for entry in entries for result in place(entry, args.clones, args.into)]

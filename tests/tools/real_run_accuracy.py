@@ -38,10 +38,11 @@ from pathlib import Path
 
 import yaml
 
-PROJECT = Path(__file__).resolve().parents[2]
-CORPUS_DIR = PROJECT / "tests" / "fixtures" / "real_runs"
-CORPUS = CORPUS_DIR / "corpus.yaml"
-PROJECT_CORPUS = CORPUS
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' own modules
+import real_run_support
+from real_run_support import CORPUS_DIR, PROJECT
+
+CORPUS = PROJECT_CORPUS = real_run_support.CORPUS_FILE
 DEFAULT_OUT = PROJECT / "docs" / "real-runs.md"
 TIMEOUT_S = 120
 # Labels that say the run did not fail, so any suspect on it is a false alarm.
@@ -77,15 +78,7 @@ class Row:
 
 
 def log_source(entry: dict) -> Path:
-    """What a user would point a tool at: the folder when it holds a trainer_state.json, a run's folders (a W&B
-    run folder, a hydra output folder) or several logs of the run (its training and evaluation logs, a tracker's
-    download of each panel), else the log."""
-    folder = CORPUS_DIR / entry["slug"]
-    names = [f["file"] for f in entry["files"]]
-    logs = [n for n in names if not n.endswith(".bin")]
-    if "trainer_state.json" in names or any("/" in name for name in names) or len(logs) > 1:
-        return folder
-    return folder / logs[0]
+    return real_run_support.log_source(entry, CORPUS_DIR / entry["slug"])
 
 
 def run_hypotrack(source: Path, tree: Path | None, run_name: str | None = None) -> Reading:
