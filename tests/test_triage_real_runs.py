@@ -198,6 +198,18 @@ def _every(history: list[dict], k: int) -> list[dict]:
     return out
 
 
+def test_3_prompt_lengths_are_read_per_step_whatever_the_logging_interval(hypotheses, tmp_path):
+    """The red-teaming run as logging_steps 2 and 5 would log it: a row's num_tokens increment sums the prompts of
+    its steps, which vary less than one step's do; read per step, the prompts vary as much, and no budget is read."""
+    source = corpus("redteam__finance_sparse")
+    alone = last(derived(str(source)), "prompts/tokens_per_step_cv")
+    history = json.loads((source / "trainer_state.json").read_text())["log_history"]
+    for k in (2, 5):
+        (tmp_path / "trainer_state.json").write_text(json.dumps({"log_history": _every(history, k)}))
+        assert last(derived(str(tmp_path)), "prompts/tokens_per_step_cv") == pytest.approx(alone, rel=0.3), k
+        assert "h04" not in [e.id for e in triage(str(tmp_path), hypotheses).suspects()]
+
+
 def test_4_a_first_row_that_averages_several_steps_says_nothing_of_the_reference(hypotheses, tmp_path):
     """UnslothGRPO's own steps, as logging_steps 5 would log them: the first row (steps 1-5) holds a small, growing
     KL (the policy moved in steps 2-5): not 'a wrong reference at the first step'."""

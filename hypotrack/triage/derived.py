@@ -210,12 +210,17 @@ def _prompt_tokens(log: RunLog) -> None:
     per step whatever its prompts are. The completion part is taken out first: increment = P + N * L, with L the
     step's completions/mean_length and N the completions per step, fitted by least squares; what is left, P, is
     the prompts' part. When L barely moves (COMPLETION_CV_MIN), N cannot be told from P and the run cannot say.
+
+    The variation read is one step's: a row logged every k steps holds the mean of k steps' prompt tokens, whose
+    variation is 1/sqrt(k) of one step's (k steps' prompts drawn independently), so it is scaled back by sqrt(k) at
+    the logs' typical interval; a run logged every 5 steps varies as little per row as one with 5 times the batch.
     """
     tokens = log.series.get("num_tokens", [])
     lengths = _by_step(log, "completions/mean_length")
-    rows = [((b_value - a_value) / (b_step - a_step), lengths[b_step])
-            for (a_step, a_value), (b_step, b_value) in zip(tokens, tokens[1:])
-            if b_step > a_step and b_value > a_value and b_step in lengths]
+    intervals = [(b_step - a_step, b_step, b_value - a_value)
+                 for (a_step, a_value), (b_step, b_value) in zip(tokens, tokens[1:])
+                 if b_step > a_step and b_value > a_value and b_step in lengths]
+    rows = [(consumed / interval, lengths[step]) for interval, step, consumed in intervals]
     if len(rows) < 4:
         return
     increments = [r for r, _ in rows]
@@ -228,7 +233,9 @@ def _prompt_tokens(log: RunLog) -> None:
     centre = statistics.fmean(prompts)
     if centre <= 0:
         return
-    _put(log, "prompts/tokens_per_step_cv", [(_run_value(log), statistics.pstdev(prompts) / centre)])
+    steps_per_row = statistics.median(interval for interval, _, _ in intervals)
+    _put(log, "prompts/tokens_per_step_cv",
+         [(_run_value(log), statistics.pstdev(prompts) / centre * math.sqrt(steps_per_row))])
 
 
 def _undercounted_ties(log: RunLog) -> None:
