@@ -1186,7 +1186,8 @@ def test_a_console_log_relayed_by_a_launcher_reads_as_the_script_printed_it(tmp_
     relayed.write_text("\n".join(LAUNCHED[launcher](line) for line in printed.splitlines()) + "\n")
     plain, log = read_source(str(tmp_path / "plain.log")), read_source(str(relayed))
     assert log.series == plain.series and len(log.series["reward"]) == 10
-    assert any(said.startswith("read without the ") for said in log.said), log.said
+    said = next(said for said in log.said if said.startswith("read without "))
+    assert not said.startswith("read without the a "), said  # each part of it names itself
 
 
 def test_a_captured_terminals_progress_bars_leave_the_lines_they_share_whole(tmp_path):
@@ -1228,6 +1229,20 @@ def test_a_console_log_that_starts_like_json_is_still_a_console_log(tmp_path):
     log = read_source(str(path))
     assert log.kind == "console" and [s for s, _ in log.series["reward"]] == list(range(1, 9))
     assert "train_runtime" not in log.series  # the end-of-training summary is no step
+
+
+def test_a_loops_metrics_printed_as_json_after_a_prefix_of_its_own(tmp_path):
+    """print(f"METRICS {json.dumps(metrics)}") or a logger's line around it: the same dict in JSON's spelling (double
+    quotes, true, false, NaN), read where the line has it, at the step it holds."""
+    path = tmp_path / "train.log"
+    lines = [f"12:00:{s:02d} | train.py:88 | METRICS " + json.dumps({"step": 10 * s, "loss": 0.01, "reward": s / 10,
+                                                                        "kl": float("nan") if s == 3 else 0.001 * s,
+                                                                        "eval": False})
+             for s in range(1, 9)]
+    path.write_text("starting run\n" + "\n".join(lines) + "\n")
+    log = read_source(str(path))
+    assert log.kind == "console" and log.series["reward"] == [(10 * s, s / 10) for s in range(1, 9)]
+    assert log.nonfinite["kl"] == [(30, pytest.approx(float("nan"), nan_ok=True))]
 
 
 @pytest.mark.parametrize("encoding", ["utf-16", "latin-1"])

@@ -50,7 +50,7 @@ def plain_text(text: str) -> tuple[str, str]:
     taken: list[str] = []
     if "\x1b" in text:
         text = ANSI_ESCAPE.sub("", text)
-        taken.append("terminal colour codes")
+        taken.append("the terminal colour codes")
     if "pid=" in text and RAY_PREFIX.search(text):
         text = RAY_PREFIX.sub("", text)
         taken.append("Ray's '(name pid=N)' prefixes")

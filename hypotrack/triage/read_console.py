@@ -32,6 +32,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import statistics
 from collections import Counter
@@ -57,8 +58,9 @@ NAMED_TOTAL = 0
 # A Python dict of str keys as print() writes it; values never hold braces. transformers' Trainer adds the epoch to
 # every dict it logs, so a printed dict counts as a training step where it has the epoch, a step or a quantity of the
 # update (STEP_KEYS_ANY less the reward): a dict of rewards alone is one completion's scores, which a loop prints
-# beside each sample it shows (`Metrics: {'format_reward': 1.0, 'reward': 1.0}`).
-PRINTED_DICT = re.compile(r"\{'[^{}\n]*\}")
+# beside each sample it shows (`Metrics: {'format_reward': 1.0, 'reward': 1.0}`). A loop that prints json.dumps of its
+# metrics after a prefix of its own (`METRICS {"step": 3, ...}`, a logger's timestamp) prints the same dict as JSON.
+PRINTED_DICT = re.compile(r"\{['\"][^{}\n]*\}")
 # print() writes float('nan') and float('inf') bare, which literal_eval does not read; numpy 2 writes its scalars as
 # their repr, np.float64(0.25).
 BARE_NONFINITE = re.compile(r"(?<=[:,\[] )(-?(?:nan|inf))(?=[,}\]])")
@@ -157,14 +159,14 @@ def console_log(text: str, source: str, logging_steps: int | None = None,
             if log.series or log.nonfinite:
                 _hand_written_log(log, printed)
                 if bars:
-                    taken_off = " and ".join(filter(None, [taken_off, "progress bars redrawn after carriage returns"]))
+                    taken_off = " and ".join(filter(None, [taken_off, "the progress bars redrawn after carriage returns"]))
                 break
     if not log.series and not log.nonfinite:
         raise HypotrackError(f"{source}: {nothing} (none of {CONSOLE_FORMATS}); "
                              "pass the run's trainer_state.json, its TensorBoard folder or a tracker's CSV export "
                              "instead")
     if taken_off:
-        log.said.append(f"read without the {taken_off}")
+        log.said.append(f"read without {taken_off}")
     return non_empty(log.sort())
 
 
@@ -577,7 +579,10 @@ def _parse_dict(token: str) -> dict | None:
     try:
         value = ast.literal_eval(BARE_NONFINITE.sub(r"'\1'", NUMPY_SCALAR.sub(r"\1", token)))
     except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
+        try:  # JSON's true, false, null, NaN and Infinity, which are no Python literals
+            value = json.loads(token)
+        except ValueError:
+            return None
     return value if isinstance(value, dict) and all(isinstance(k, str) for k in value) else None
 
 
