@@ -745,8 +745,9 @@ def test_areals_main_log_is_read_step_by_step_from_its_statistics_grids(tmp_path
 
 
 def test_tensorboards_scalar_downloads_are_read_as_the_runs_they_are_of(tmp_path, run_cli):
-    """TensorBoard's "Download CSV" writes one tag a file, `run-<run>-tag-<tag>.csv` with each "/" as "_": a folder
-    of them is one run a run name, one of them is read with its run's other tags, and the tags are TRL's names."""
+    """TensorBoard's "Download CSV" writes one tag a file, `run-<run>-tag-<tag>.csv` with each "/" as "_" (its
+    "Download JSON", `.json`): a folder of them is one run a run name, one of them is read with its run's other tags,
+    and the tags are TRL's names."""
     tags = {"train_reward": lambda s: 0.2 + s / 100, "train_kl": lambda s: s / 1000,
             "train_rewards_accuracy_reward_mean": lambda s: 0.1 + s / 100,
             "train_completions_mean_length": lambda s: 100.0, "train_frac_reward_zero_std": lambda s: 0.25}
@@ -763,6 +764,16 @@ def test_tensorboards_scalar_downloads_are_read_as_the_runs_they_are_of(tmp_path
     assert len(one) == 1 and set(one[0].series) == set(logs[1].series)
     result = run_cli("triage", tmp_path / "run-grpo_b-tag-train_reward.csv")
     assert result.returncode == 0 and "is learning" in result.stdout, result.stdout + result.stderr
+    # its "Download JSON": the same points as [wall_time, step, value] lists, a tag a file, read the same way
+    json_folder = tmp_path / "json"
+    json_folder.mkdir()
+    for tag, value in tags.items():
+        (json_folder / f"run-grpo_a-tag-{tag}.json").write_text(
+            json.dumps([[1.7e9 + s, 5 * s, value(s)] for s in range(1, 41)]))
+    (json_folder / "notes.json").write_text(json.dumps([[1, 2], [3, 4]]))  # not a download: left alone
+    downloaded = read_runs(str(json_folder / "run-grpo_a-tag-train_kl.json"))
+    assert len(downloaded) == 1 and downloaded[0].series == logs[0].series
+    assert read_source(str(json_folder)).series == logs[0].series
     # TensorBoard's dataframe export (experiment.get_scalars()): the long form, its tag column the key
     path = tmp_path / "scalars.csv"
     path.write_text("run,tag,step,value\n" + "".join(f"grpo_a,train/reward,{s},{0.2 + s / 100}\n"
@@ -1142,6 +1153,12 @@ TABLES = {
     "rich": ("┏━━━━━━┳━━━━━━━━┳━━━━━━━┳━━━━━━━━━━━┳━━━━━━━┓\n┃ Step ┃ Reward ┃    KL ┃ Grad Norm ┃    LR ┃\n"
              "┡━━━━━━╇━━━━━━━━╇━━━━━━━╇━━━━━━━━━━━╇━━━━━━━┩\n",
              "│ {s:4d} │ {reward:6.3f} │ {kl:5.3f} │ {grad:9.2f} │ 1e-06 │\n"),
+    # print(df): columns aligned by spaces, the frame's index before each row
+    "a printed DataFrame": ("      step  reward     kl  grad_norm     lr\n",
+                            "{s:<4d}  {s:4d}  {reward:6.3f}  {kl:5.3f}  {grad:9.2f}  1e-06\n"),
+    # np.savetxt(..., header="step reward kl grad_norm lr"): every number in full, the step too
+    "np.savetxt": ("# step reward kl grad_norm lr\n",
+                   "{s:.18e} {reward:.18e} {kl:.18e} {grad:.18e} 1.000000000000000000e-06\n"),
 }
 
 
@@ -1156,6 +1173,15 @@ def test_a_table_a_loop_prints_reads_its_columns_as_keys(tmp_path, style):
     assert log.kind == "console" and log.series["reward"][2] == (3, 0.06) and len(log.series["reward"]) == 10
     assert log.series["kl"][0] == (1, 0.05) and log.series["grad_norm"][-1] == (10, 12.0)
     assert log.series["lr"][0] == (1, 1e-06) and canonical_name("lr") == "learning_rate"
+
+
+def test_prose_that_names_a_step_among_its_words_heads_no_table(tmp_path):
+    """A table aligned by spaces is read only in rows of numbers right under its header: a sentence of names is no
+    header for the numbers printed after it elsewhere."""
+    path = tmp_path / "train.log"
+    path.write_text("step size of the schedule\nloading weights\n" + "1 2 3 4 5\n" * 10)
+    with pytest.raises(HypotrackError, match="train.log: not a source triage reads"):
+        read_source(str(path))
 
 
 LAUNCHED = {  # what a launcher or a terminal puts on each line it relays

@@ -117,6 +117,7 @@ BLOCK_SECTION = re.compile(r"^(\s*)([a-z_][a-z0-9_-]*):\s*$")
 # A printed table's cells, split by "|" or a box-drawing line (rich, tabulate); a timestamp or logger prefix is a cell.
 TABLE_BARS = "|│┃"
 TABLE_CELLS = re.compile(rf"\s*[{TABLE_BARS}]\s*")
+ALIGNED_NAME = re.compile(r"[A-Za-z_][\w/.\-]*")  # a column's name in a table aligned by spaces
 # What a table's step column is headed.
 TABLE_STEP_NAMES = frozenset(name.lower() for name in STEP_KEYS) | {"iter", "it"}
 # Dicts that are not a training step: evaluation passes and the end-of-training summary; a printed config
@@ -125,7 +126,7 @@ NOT_A_STEP = (*EVAL_PREFIXES, END_OF_TRAINING)
 # What this module reads, for the messages that say a file holds none of it.
 CONSOLE_FORMATS = ("the {'loss': ..., 'reward': ...} dicts transformers' Trainer prints (and slime's 'rollout N: {...}' "
                    "lines), verl's 'step:N - key:value' lines, the progress table it draws in a notebook, a table "
-                   "headed 'Step | Reward | ...', a loop's 'step 12 | loss=... | reward=...' or 'step 12, Reward: ..., "
+                   "headed 'Step | Reward | ...' or aligned by spaces (a printed DataFrame), a loop's 'step 12 | loss=... | reward=...' or 'step 12, Reward: ..., "
                    "KL: ...' lines, a step's block of 'Name: value' lines (NeMo-RL's), or its 'loss: ..., reward: ...' "
                    "lines repeated every step")
 STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy")
@@ -136,10 +137,17 @@ def looks_like_console(text: str) -> bool:
     if PRINTED_DICT.search(text) or VERL_STEP.search(text) or has_progress_table(text):
         return True
     lines = without_progress_bars(text)[0].splitlines()
-    return bool(any(_loop_line(line) for line in lines)
-                or any(_table_header(_table_cells(line)) is not None for line in lines
-                       if any(bar in line for bar in TABLE_BARS))
+    return bool(any(_loop_line(line) for line in lines) or _holds_table(lines)
                 or bool(_step_blocks(lines)) or bool(_stepless_rows(lines)))
+
+
+def _holds_table(lines: list[str]) -> bool:
+    """A table drawn with bars has a header; one aligned by spaces, a row of numbers under it too."""
+    if any(_table_header(_table_cells(line)) is not None for line in lines if any(bar in line for bar in TABLE_BARS)):
+        return True
+    found = RunLog(source="", kind="console")
+    _read_tables("\n".join(line for line in lines if not any(bar in line for bar in TABLE_BARS)), found)
+    return bool(found.series)
 
 
 def console_log(text: str, source: str, logging_steps: int | None = None,
@@ -210,27 +218,48 @@ def _read_verl(text: str, log: RunLog) -> bool:
 
 
 def _read_tables(text: str, log: RunLog) -> None:
-    """Every row of numbers under a table header whose columns name the step; a row has the header's cells."""
+    """Every row of numbers under a table header whose columns name the step; a row has the header's cells.
+
+    A table drawn with bars ('Step | Reward | ...') is read wherever its rows are; one aligned by spaces alone (a
+    printed pandas DataFrame, np.savetxt's '# step reward kl' header) only in rows of numbers right under its header,
+    as prose may name a step among three words. A DataFrame prints its index before each row: one integer more than
+    the header's cells."""
     header: list[str | None] | None = None
-    step_at = 0
+    step_at, aligned = 0, False
     for line in re.split(r"[\r\n]+", text):
-        cells = _table_cells(line)
+        barred = any(bar in line for bar in TABLE_BARS)
+        cells = _table_cells(line) if barred else _aligned_cells(line)
         if len(cells) < 3:
+            if aligned:
+                header = None  # an aligned table ends at its first line that is no row of it
             continue
-        found = _table_header(cells)
+        found = _table_header(cells) if barred else _aligned_header(cells)
         if found is not None:
-            header, step_at = [loop_key(cell) or None for cell in cells], found
+            header, step_at, aligned = [loop_key(cell) or None for cell in cells], found, not barred
             continue
-        if header is None or len(cells) != len(header) or not cells[step_at].isdigit():
+        if header is None or barred == aligned:
             continue
+        if aligned:
+            if header and len(cells) == len(header) + 1 and cells[0].isdigit():
+                cells = cells[1:]  # a DataFrame's index
+            if len(cells) != len(header) or any(number(cell) is None for cell in cells):
+                header = None  # an aligned table ends at its first line that is no row of it
+                continue
+        step = number(cells[step_at]) if len(cells) == len(header) else None
+        if step is None or step < 0 or step != int(step) or not (aligned or cells[step_at].isdigit()):
+            continue  # np.savetxt writes a step as 1.000000000000000000e+00
         for name, cell in zip(header, cells):
             value = number(cell)
             if name and name not in TABLE_STEP_NAMES and value is not None:
-                log.add(name, int(cells[step_at]), value)
+                log.add(name, int(step), value)
 
 
 def _table_cells(line: str) -> list[str]:
     return TABLE_CELLS.split(line.strip().strip(TABLE_BARS + " "))
+
+
+def _aligned_cells(line: str) -> list[str]:
+    return line.strip().lstrip("#").split()
 
 
 def _table_header(cells: list[str]) -> int | None:
@@ -239,6 +268,13 @@ def _table_header(cells: list[str]) -> int | None:
     steps = [i for i, cell in enumerate(cells) if cell.lower() in TABLE_STEP_NAMES]
     if len(steps) == 1 and len(cells) >= 3 and sum(number(cell) is None for cell in cells) >= 3:
         return steps[0]
+    return None
+
+
+def _aligned_header(cells: list[str]) -> int | None:
+    """The same, for a header aligned by spaces: every cell a metric's name."""
+    if all(ALIGNED_NAME.fullmatch(cell) for cell in cells):
+        return _table_header(cells)
     return None
 
 
