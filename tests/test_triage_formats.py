@@ -781,6 +781,32 @@ def test_tensorboards_scalar_downloads_are_read_as_the_runs_they_are_of(tmp_path
     assert read_source(str(path)).series["train/reward"][1] == (2, 0.22)
 
 
+def test_a_history_kept_as_parquet_is_read_as_the_same_table_in_a_csv(tmp_path):
+    """W&B's run.history() saved with DataFrame.to_parquet: its step columns, its metrics (a missing value empty),
+    its text columns no metric; a table of completions holds no metric, and a file that is no Parquet says so."""
+    import pandas
+
+    history = pandas.DataFrame({"_step": range(30), "train/global_step": range(1, 31),
+                                "train/reward": [0.2 + s / 100 for s in range(30)],
+                                "train/kl": [None if s == 3 else s / 1000 for s in range(30)], "note": ["x"] * 30})
+    history.to_parquet(tmp_path / "history.parquet")
+    history.to_csv(tmp_path / "history.csv", index=False)
+    log, same = read_source(str(tmp_path / "history.parquet")), read_source(str(tmp_path / "history.csv"))
+    assert log.kind == "parquet" and log.series == same.series and log.series["train/reward"][0] == (1, 0.2)
+    assert 4 not in dict(log.series["train/kl"])
+    history.set_index("_step").to_parquet(tmp_path / "indexed.parquet")  # the step kept as the frame's index
+    indexed = read_source(str(tmp_path / "indexed.parquet")).series
+    assert indexed["train/reward"] == log.series["train/reward"] and indexed["train/kl"] == log.series["train/kl"]
+    pandas.DataFrame({"step": range(1, 4), "prompt": ["p"] * 3, "completion": ["c"] * 3}).to_parquet(
+        tmp_path / "completions.parquet")
+    with pytest.raises(HypotrackError, match=r"completions.parquet: no column of numbers besides its step 'step' "
+                                             r"\(its other columns: prompt, completion\)"):
+        read_source(str(tmp_path / "completions.parquet"))
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not a table")
+    with pytest.raises(HypotrackError, match="broken.parquet: not a readable Parquet file"):
+        read_source(str(tmp_path / "broken.parquet"))
+
+
 def test_ms_swifts_logging_jsonl_its_console_and_its_args_json(tmp_path):
     """ms-swift (`swift rlhf --rlhf_type grpo`) writes each logged step, in its output folder's logging.jsonl and on
     the console, with its step as 'global_step/max_steps': '10/200', ends with transformers' summary, and keeps its

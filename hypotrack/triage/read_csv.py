@@ -45,6 +45,14 @@ def read_csv(path: Path) -> list[RunLog]:
         raise HypotrackError(f"{path}: {cut_short(unfinished)} (its only row is incomplete)")
     if unfinished:  # a run killed while writing its last row, or a copy taken while it was written
         rows = rows[:-1]
+        decoded.append(f"the file ends inside its last row (line {unfinished}), as a run still writing it leaves it: "
+                       "the rows before it are read")
+    return read_rows(path, rows, decoded)
+
+
+def read_rows(path: Path, rows: list[list[str]], said: list[str], kind: str = "csv") -> list[RunLog]:
+    """Every run a table holds, its header first among ``rows`` and each cell as text (a number as a CSV writes it);
+    ``said``: what reading the file found, for each run's report."""
     header = [column.strip() for column in rows[0]]
     step_column = step_key(header)
     step_at = header.index(step_column) if step_column is not None else None
@@ -75,7 +83,7 @@ def read_csv(path: Path) -> list[RunLog]:
 
     def log_of(run: str) -> RunLog:
         if run not in logs:
-            logs[run] = RunLog(source=f"{path} [run {run}]" if run else str(path), kind="csv", run=run)
+            logs[run] = RunLog(source=f"{path} [run {run}]" if run else str(path), kind=kind, run=run)
         return logs[run]
 
     columns = [_split_column(column) for column in header]
@@ -94,12 +102,11 @@ def read_csv(path: Path) -> list[RunLog]:
                 continue
             log_of(run or row_run).add(key, step, value)
     if not logs:
-        raise HypotrackError(f"{path}: no numeric metrics logged")
+        others = [column for index, column in enumerate(header) if index != step_at]
+        raise HypotrackError(f"{path}: no column of numbers besides its step {header[step_at]!r} (its other columns: "
+                             f"{', '.join(others[:8])}{' ...' if len(others) > 8 else ''}), so no metric to read")
     for log in logs.values():
-        log.said += decoded
-        if unfinished:
-            log.said.append(f"the file ends inside its last row (line {unfinished}), as a run still writing it leaves "
-                            "it: the rows before it are read")
+        log.said += said
         if stepless:
             log.said.append(f"{len(stepless)} row(s) with an empty {header[step_at]!r} (line {stepless[0]}"
                             f"{' ...' if len(stepless) > 1 else ''}) are no step, such as a summary at the end: "

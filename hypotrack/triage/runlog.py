@@ -46,7 +46,7 @@ class RunLog:
     """
 
     source: str
-    kind: str  # mlflow | trainer_state | csv | tensorboard | tensorboard download | console | jsonl | series
+    kind: str  # mlflow | trainer_state | csv | parquet | tensorboard | tensorboard download | console | jsonl | series
     series: dict[str, Points] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
     # metric -> (step, value) of each infinite or NaN value logged: kept out of the series (a mean over

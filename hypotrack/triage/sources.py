@@ -41,6 +41,7 @@ from .read_csv import read_csv
 from .read_json_tables import read_object
 from .read_jsonl import read_records
 from .read_notebook import NOTEBOOK, read_notebook
+from .read_parquet import PARQUET, read_parquet
 from .read_scalar_csv import downloads_of_its_run, is_scalar_download, read_scalar_downloads, scalar_downloads
 from .read_state import STATE_FILE, is_trainer_state, load_json, read_trainer_state
 from .read_tensorboard import event_files, is_event_file, read_tensorboard
@@ -61,7 +62,7 @@ NOT_METRICS = {
     ".safetensors": "a checkpoint's weights", ".pt": "a PyTorch checkpoint", ".pth": "a PyTorch checkpoint",
     ".ckpt": "a checkpoint", ".png": "an image", ".jpg": "an image", ".svg": "an image", ".pdf": "a PDF",
     ".yaml": "a configuration file", ".yml": "a configuration file", ".toml": "a configuration file",
-    ".py": "a Python script", ".parquet": "a Parquet table", ".md": "a Markdown text",
+    ".py": "a Python script", ".md": "a Markdown text",
 }
 # W&B keeps each metric's last value in its run folder's files/wandb-summary.json: one record, no history.
 WANDB_SUMMARY = "wandb-summary.json"
@@ -72,7 +73,7 @@ SWANLAB_RUN_FILE = ".swanlab"
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 # What a folder's one log may be (a loop's metrics file, a dumped log_history, a console capture, the notebook the run
 # was trained in, its outputs saved).
-LOG_SUFFIXES = (".csv", ".json", ".jsonl", ".log", ".txt", ".out", NOTEBOOK)
+LOG_SUFFIXES = (".csv", ".json", ".jsonl", ".log", ".txt", ".out", NOTEBOOK, PARQUET)
 # A log named for an evaluation split, and the names of the training log it pairs with (eval_metrics.jsonl,
 # train_metrics.jsonl): one run's two logs, not two runs.
 EVALUATION_WORDS = frozenset({"eval", "evaluation", "val", "valid", "validation", "test"})
@@ -470,6 +471,8 @@ def _read_file(path: Path) -> list[RunLog]:
         return read_scalar_downloads(downloads_of_its_run(path))
     if suffix in (".csv", ".tsv"):
         return read_csv(path)
+    if suffix == PARQUET:
+        return read_parquet(path)
     if suffix == NOTEBOOK:
         return [read_notebook(path)]
     if is_wandb_file(path, head):
