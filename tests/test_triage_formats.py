@@ -505,6 +505,10 @@ def test_a_loops_json_dump_of_its_run_is_read_from_the_tables_in_it(tmp_path):
         with pytest.raises(HypotrackError, match=r"single.json: one JSON object with no metric in it: no number "
                                                  rf"under its keys \({', '.join(content)}\)"):
             read_source(str(single))
+    summary = tmp_path / "train_results.json"  # what trainer.save_metrics("train", ...) writes at the end
+    summary.write_text(json.dumps({"epoch": 1.0, "train_loss": 0.012, "train_runtime": 3600.1, "train_samples": 7473}))
+    with pytest.raises(HypotrackError, match="train_results.json: transformers' end-of-training summary"):
+        read_source(str(summary))
 
 
 def test_tinker_cookbook_metrics_are_the_roles_triage_reads(tmp_path):

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from hypotrack.errors import HypotrackError
+
+from .keys import END_OF_TRAINING
 from .read_jsonl import EVALUATION_PASSES, SETTINGS, read_records, record_settings
 from .runlog import STEPS_ASSUMED, RunLog
 from .values import non_empty, number, step_key
@@ -57,6 +60,10 @@ def read_object(path: Path, content: dict) -> RunLog:
     if tables:
         return read_tables(path, content, tables)
     keys = ", ".join(map(str, list(content)[:8])) + (", ..." if len(content) > 8 else "")
+    if END_OF_TRAINING in content:
+        raise HypotrackError(f"{path}: transformers' end-of-training summary ({keys}): the run's totals, not its "
+                             "history; pass the trainer_state.json beside it (or the output folder that holds it), "
+                             "its TensorBoard event files or the console log it printed")
     return read_records(path, [content], no_metric=(
         f"{path}: one JSON object with no metric in it: no number under its keys ({keys}), nor a list of per-step "
         f"records or of {MIN_TABLE_STEPS} values or more; pass the log the run wrote as it trained (its "
