@@ -1287,6 +1287,27 @@ def test_a_console_log_that_starts_like_json_is_still_a_console_log(tmp_path):
     assert "train_runtime" not in log.series  # the end-of-training summary is no step
 
 
+@pytest.mark.parametrize("printer", ["pprint", "rich", "json indent"])
+def test_a_dict_printed_over_several_lines_is_read_as_one(tmp_path, printer):
+    """pprint and rich print a dict too long for a line one item a line, as json.dumps(indent=2) does: each is read
+    as the one-line dict print() writes, at the step its items hold or in order."""
+    import pprint
+
+    def printed(metrics: dict) -> str:
+        if printer == "pprint":
+            return pprint.pformat(metrics)
+        if printer == "rich":  # rich.pretty: an item a line, indented by four, a comma after the last
+            return "{\n" + "".join(f"    {key!r}: {value!r},\n" for key, value in metrics.items()) + "}"
+        return json.dumps(metrics, indent=2)
+    steps = [{"step": s, "loss": 0.01, "grad_norm": 0.3, "learning_rate": 1e-06, "reward": s / 10, "kl": 0.001 * s,
+              "rewards/accuracy_reward/mean": s / 20, "completions/mean_length": 120.0} for s in range(1, 9)]
+    path = tmp_path / "train.log"
+    path.write_text("config loaded\n" + "".join(f"Step {row['step']} metrics:\n{printed(row)}\n" for row in steps))
+    log = read_source(str(path))
+    assert log.kind == "console" and log.series["reward"] == [(s, s / 10) for s in range(1, 9)], log.series
+    assert log.series["rewards/accuracy_reward/mean"][-1] == (8, 0.4)
+
+
 def test_a_loops_metrics_printed_as_json_after_a_prefix_of_its_own(tmp_path):
     """print(f"METRICS {json.dumps(metrics)}") or a logger's line around it: the same dict in JSON's spelling (double
     quotes, true, false, NaN), read where the line has it, at the step it holds."""

@@ -61,6 +61,10 @@ NAMED_TOTAL = 0
 # beside each sample it shows (`Metrics: {'format_reward': 1.0, 'reward': 1.0}`). A loop that prints json.dumps of its
 # metrics after a prefix of its own (`METRICS {"step": 3, ...}`, a logger's timestamp) prints the same dict as JSON.
 PRINTED_DICT = re.compile(r"\{['\"][^{}\n]*\}")
+# A dict printed over several lines (pprint's and rich's of a long one, json.dumps with an indent): its first line opens
+# it, the lines after it hold its items, one closes it; joined into one line where it closes within DICT_LINES.
+DICT_OPENS = re.compile(r"\{[ \t]*$|\{['\"][^{}\n]*,[ \t]*$", re.MULTILINE)
+DICT_LINES = 200
 # print() writes float('nan') and float('inf') bare, which literal_eval does not read; numpy 2 writes its scalars as
 # their repr, np.float64(0.25).
 BARE_NONFINITE = re.compile(r"(?<=[:,\[] )(-?(?:nan|inf))(?=[,}\]])")
@@ -133,7 +137,7 @@ STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy"
 
 
 def looks_like_console(text: str) -> bool:
-    text = plain_text(text)[0]
+    text = _dicts_on_one_line(plain_text(text)[0])
     if PRINTED_DICT.search(text) or VERL_STEP.search(text) or has_progress_table(text):
         return True
     lines = without_progress_bars(text)[0].splitlines()
@@ -155,6 +159,7 @@ def console_log(text: str, source: str, logging_steps: int | None = None,
     """The run a console's text logged; ``nothing`` says what the text is where it holds no step."""
     log = RunLog(source=source, kind="console")
     text, taken_off = plain_text(text)
+    text = _dicts_on_one_line(text)
     if not _read_verl(text, log):
         _read_trainer_dicts(text, log, logging_steps)
     if not log.series and not log.nonfinite:
@@ -176,6 +181,30 @@ def console_log(text: str, source: str, logging_steps: int | None = None,
     if taken_off:
         log.said.append(f"read without {taken_off}")
     return non_empty(log.sort())
+
+
+def _dicts_on_one_line(text: str) -> str:
+    """The text with each dict printed over several lines joined into one line, as print() writes a short one."""
+    if not DICT_OPENS.search(text):
+        return text
+    lines = text.split("\n")
+    joined: list[str] = []
+    at = 0
+    while at < len(lines):
+        line = lines[at]
+        end = at + 1
+        if DICT_OPENS.search(line):
+            while end < len(lines) and end - at <= DICT_LINES and not {"{", "}"} & set(lines[end]):
+                end += 1
+            if end < len(lines) and "}" in lines[end] and "{" not in lines[end]:
+                head, items = line.rstrip(), " ".join(part.strip() for part in lines[at + 1:end + 1])
+                joined.append(head + ("" if head.endswith("{") else " ") + items)
+                at = end + 1
+                continue
+            end = at + 1
+        joined.append(line)
+        at = end
+    return "\n".join(joined)
 
 
 def _hand_written_log(log: RunLog, printed: str) -> None:
