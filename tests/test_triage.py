@@ -81,7 +81,7 @@ def test_reads_csv_exports(tmp_path):
 
 
 BAD_SOURCES = [
-    ("no_step.csv", "reward,kl\n0.5,0.1\n", "no step column"),
+    ("dataset.csv", "question,answer\nwhat is 2+2,four\n", "no column of numbers \\(its columns: question, answer\\)"),
     ("bad_step.csv", "step,reward\nfirst,0.5\n", "bad_step.csv:2: the step column"),
     ("empty.csv", "", "the file is empty"),
     ("notes.txt", "hello", "not a source triage reads"),

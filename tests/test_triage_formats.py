@@ -785,6 +785,20 @@ def test_tensorboards_scalar_downloads_are_read_as_the_runs_they_are_of(tmp_path
     assert read_source(str(path)).series["train/reward"][1] == (2, 0.22)
 
 
+def test_a_csv_a_loop_writes_without_a_step_column_and_its_shares_in_percent(tmp_path):
+    """A loop that appends a row a step (epoch,reward,accuracy) and no step column: its rows are its steps, in the
+    order the file holds them, each run's apart; a share written as '85.0%' is 0.85."""
+    path = tmp_path / "metrics.csv"
+    path.write_text("epoch,reward,accuracy\n" + "".join(f"{s / 100},{s / 10},{5 * s:.1f}%\n" for s in range(1, 9)))
+    log = read_source(str(path))
+    assert log.series["reward"] == [(s, s / 10) for s in range(1, 9)] and log.params[STEPS_ASSUMED] == "1"
+    assert log.series["accuracy"][1] == (2, pytest.approx(0.1)) and log.series["epoch"][0] == (1, 0.01)
+    assert any("no step column" in said and "its rows read as steps 1, 2, ..." in said for said in log.said)
+    both = tmp_path / "runs.csv"
+    both.write_text("run,reward\n" + "".join(f"{run},{s / 10}\n" for s in range(1, 6) for run in ("a", "b")))
+    assert [log.series["reward"] for log in read_runs(str(both))] == [[(s, s / 10) for s in range(1, 6)]] * 2
+
+
 def test_a_history_kept_as_parquet_is_read_as_the_same_table_in_a_csv(tmp_path):
     """W&B's run.history() saved with DataFrame.to_parquet: its step columns, its metrics (a missing value empty),
     its text columns no metric; a table of completions holds no metric, and a file that is no Parquet says so."""
@@ -1306,6 +1320,13 @@ def test_a_dict_printed_over_several_lines_is_read_as_one(tmp_path, printer):
     log = read_source(str(path))
     assert log.kind == "console" and log.series["reward"] == [(s, s / 10) for s in range(1, 9)], log.series
     assert log.series["rewards/accuracy_reward/mean"][-1] == (8, 0.4)
+
+
+def test_a_loops_full_width_separators_read_as_their_ascii_forms(tmp_path):
+    """A loop that prints in Chinese writes its colons and commas full-width ('reward：0.41，kl：0.001')."""
+    path = tmp_path / "train.log"
+    path.write_text("开始训练\n" + "".join(f"step {s} | loss：0.01 | reward：{s / 10}，kl：0.001\n" for s in range(1, 9)))
+    assert read_source(str(path)).series["reward"] == [(s, s / 10) for s in range(1, 9)]
 
 
 def test_a_loops_metrics_printed_as_json_after_a_prefix_of_its_own(tmp_path):

@@ -18,6 +18,10 @@ from __future__ import annotations
 import re
 
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+# A script that prints in Chinese or Japanese may write its separators in their full-width forms ("奖励：0.41", "loss，
+# reward"): read as the ASCII characters they stand for (U+FF01-U+FF5E are U+0021-U+007E moved by 0xFEE0), as the
+# readers expect them.
+FULL_WIDTH = re.compile("[\uff01-\uff5e]")
 RAY_PREFIX = re.compile(r"^\((?:[\w.-]+ )?pid=\d+(?:, ip=[\w.:-]+)?\) ?", re.MULTILINE)
 # A logger's prefix: a time, a name, a level word and its separator ("2025-03-01 12:00:00,123 - INFO - ", loguru's
 # "2025-03-01 12:00:00.123 | INFO     | train:step:42 - "); the block reader also takes it off line by line, where only
@@ -46,8 +50,11 @@ SAMPLED_LINES = 2000  # the lines whose prefixes decide: a launcher's is on the 
 
 
 def plain_text(text: str) -> tuple[str, str]:
-    """The text without ANSI codes and its launcher's prefix, and what was taken off ('' where nothing was)."""
+    """The text without ANSI codes and its launcher's prefix, its full-width separators read as ASCII, and what was
+    taken off ('' where nothing was)."""
     taken: list[str] = []
+    if FULL_WIDTH.search(text):
+        text = FULL_WIDTH.sub(lambda found: chr(ord(found.group()) - 0xFEE0), text)
     if "\x1b" in text:
         text = ANSI_ESCAPE.sub("", text)
         taken.append("the terminal colour codes")

@@ -15,13 +15,14 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 from hypotrack.cut_short import csv_unfinished_line, cut_short
 from hypotrack.errors import HypotrackError
 
-from .runlog import RunLog
+from .runlog import STEPS_ASSUMED, RunLog
 from .values import STEP_KEYS, decode_text, non_empty, number, refuse_wrapped, step_key
 
 # Columns that name the run a row belongs to, in exports of several runs.
@@ -61,10 +62,12 @@ def read_rows(path: Path, rows: list[list[str]], said: list[str], kind: str = "c
                              f"{' ...' if len(rows[0]) > 6 else ''}), so no column says which metric it is; add the "
                              "line of column names the script that wrote it leaves out (step,loss,reward,... in the "
                              "order it writes them) and pass the file again")
-    if step_at is None:
-        raise HypotrackError(f"{path}: no step column ({', '.join(STEP_KEYS)}) in the header line: "
-                             f"{', '.join(rows[0][:8])}{' ...' if len(rows[0]) > 8 else ''}")
     body = [(line, row) for line, row in enumerate(rows[1:], start=2) if any(cell.strip() for cell in row)]
+    if step_at is None:  # a loop that writes a row a step and no step column: its rows are its steps, in order
+        said = [*said, f"no step column ({', '.join(STEP_KEYS[:4])}, ...) in its header ({', '.join(header[:6])}"
+                       f"{', ...' if len(header) > 6 else ''}): its rows read as steps 1, 2, ... in the order the file "
+                       "holds them"]
+        return _read_body(path, header, None, body, list(range(1, len(body) + 1)), said, kind, [])
     # A row with no step at all is no step: a loop's end-of-run summary ("completed,grpo,,,44.5,...").
     stepless = [line for line, row in body if step_at >= len(row) or not row[step_at].strip()]
     body = [(line, row) for line, row in body if line not in stepless]
@@ -75,10 +78,24 @@ def read_rows(path: Path, rows: list[list[str]], said: list[str], kind: str = "c
             raise HypotrackError(f"{path}:{line_number}: the step column {header[step_at]!r} holds "
                                  f"{row[step_at]!r}, not a step number")
         steps.append(int(step))
+    return _read_body(path, header, step_at, body, steps, said, kind, stepless)
+
+
+def _read_body(path: Path, header: list[str], step_at: int | None, body: list[tuple[int, list[str]]],
+               steps: list[int], said: list[str], kind: str, stepless: list[int]) -> list[RunLog]:
+    """The runs of a table's rows, each at its step (``step_at``'s column, else its position: STEPS_ASSUMED)."""
     lowered = [column.lower() for column in header]
     long_form = next((lowered.index(n) for n in LONG_FORM_NAMES if n in lowered), None)
     value_at = lowered.index("value") if "value" in lowered else None
     run_at = _run_column(header, lowered, body, steps, step_at, skip={long_form, value_at})
+    if step_at is None and run_at is not None:  # each run's rows are its steps, counted apart
+        counted = Counter(row[run_at].strip() if run_at < len(row) else "" for _, row in body)
+        steps = []
+        for _, row in reversed(body):
+            run = row[run_at].strip() if run_at < len(row) else ""
+            steps.append(counted[run])
+            counted[run] -= 1
+        steps.reverse()
     logs: dict[str, RunLog] = {}
 
     def log_of(run: str) -> RunLog:
@@ -103,10 +120,13 @@ def read_rows(path: Path, rows: list[list[str]], said: list[str], kind: str = "c
             log_of(run or row_run).add(key, step, value)
     if not logs:
         others = [column for index, column in enumerate(header) if index != step_at]
-        raise HypotrackError(f"{path}: no column of numbers besides its step {header[step_at]!r} (its other columns: "
+        besides = f" besides its step {header[step_at]!r}" if step_at is not None else ""
+        raise HypotrackError(f"{path}: no column of numbers{besides} (its {'other ' if besides else ''}columns: "
                              f"{', '.join(others[:8])}{' ...' if len(others) > 8 else ''}), so no metric to read")
     for log in logs.values():
         log.said += said
+        if step_at is None:
+            log.params[STEPS_ASSUMED] = "1"
         if stepless:
             log.said.append(f"{len(stepless)} row(s) with an empty {header[step_at]!r} (line {stepless[0]}"
                             f"{' ...' if len(stepless) > 1 else ''}) are no step, such as a summary at the end: "
@@ -166,7 +186,7 @@ def _split_column(column: str) -> tuple[str, str]:
 
 
 def _run_column(header: list[str], lowered: list[str], body: list[tuple[int, list[str]]], steps: list[int],
-                step_at: int, skip: set[int | None]) -> int | None:
+                step_at: int | None, skip: set[int | None]) -> int | None:
     """The column that names each row's run: a column so named that holds text, else the one text column that
     tells apart rows logged at the same step (two runs side by side, not one run resumed)."""
     def text_only(index: int) -> bool:

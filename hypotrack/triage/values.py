@@ -42,13 +42,15 @@ def refuse_wrapped(text: str, where: str) -> None:
 
 
 def number(cell: object) -> float | None:
-    """A cell as a float: numbers, and numbers written as text ('0.55', as transformers 4.5x prints them)."""
+    """A cell as a float: numbers, and numbers written as text ('0.55', as transformers 4.5x prints them; '85.0%', as a
+    spreadsheet or a loop writes a share, is 0.85)."""
     if isinstance(cell, bool):
         return None
     if isinstance(cell, (int, float)):
         return float(cell)
+    share = isinstance(cell, str) and cell.strip().endswith("%")
     try:
-        return float(cell)
+        return float(cell.strip()[:-1]) / 100 if share else float(cell)
     except (TypeError, ValueError):
         return None
 
