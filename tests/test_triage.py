@@ -84,6 +84,7 @@ BAD_SOURCES = [
     ("dataset.csv", "question,answer\nwhat is 2+2,four\n", "no column of numbers \\(its columns: question, answer\\)"),
     ("bad_step.csv", "step,reward\nfirst,0.5\n", "bad_step.csv:2: the step column"),
     ("empty.csv", "", "the file is empty"),
+    ("metrics.xlsx", "PK\x03\x04", "metrics.xlsx: an Excel workbook, which triage does not open; save the sheet"),
     ("notes.txt", "hello", "not a source triage reads"),
     ("state.json", "{\"global_step\": 3}", "no log_history"),
     ("broken.json", "{", "not valid JSON"),

@@ -64,6 +64,9 @@ NOT_METRICS = {
     ".yaml": "a configuration file", ".yml": "a configuration file", ".toml": "a configuration file",
     ".py": "a Python script", ".md": "a Markdown text",
 }
+# A spreadsheet a user kept the run's table in: its cells are the metrics, in a workbook format triage does not open.
+SPREADSHEETS = {".xlsx": "an Excel workbook", ".xls": "an Excel workbook", ".ods": "an OpenDocument spreadsheet",
+                ".numbers": "a Numbers spreadsheet"}
 # W&B keeps each metric's last value in its run folder's files/wandb-summary.json: one record, no history.
 WANDB_SUMMARY = "wandb-summary.json"
 # SwanLab (report_to="swanlab") keeps a run's metrics in a binary record of its own, whose schema changes with its
@@ -467,6 +470,9 @@ def _read_file(path: Path) -> list[RunLog]:
         raise HypotrackError(f"{path}: a checkpoint's training settings (beta, num_generations, learning rate, ...), "
                              f"not its metrics; triage reads it by itself beside the log: pass the {STATE_FILE} or "
                              "the checkpoint folder that holds it")
+    if suffix in SPREADSHEETS:
+        raise HypotrackError(f"{path}: {SPREADSHEETS[suffix]}, which triage does not open; save the sheet that holds "
+                             "the run's steps as CSV (a step column and a column per metric) and pass that")
     if is_scalar_download(path):  # one tag of the run: read with the run's other tags beside it
         return read_scalar_downloads(downloads_of_its_run(path))
     if suffix in (".csv", ".tsv"):
