@@ -384,7 +384,8 @@ def _summed_weight_off(log: RunLog) -> None:
 def _implied_kl_coefficient(log: RunLog) -> None:
     """The coefficient the logged kl enters the logged loss with, only where the logs pin it down.
 
-    At a step where every group tied (frac_reward_zero_std 1), every advantage is 0 and the policy term
+    At a step where every group tied (frac_reward_zero_std 1; where a TRL too old to count ties logs none, a
+    reward_std of 0, which no step with one group apart can log), every advantage is 0 and the policy term
     vanishes, so loss / kl is the KL coefficient itself: those steps give it exactly. Elsewhere it is fitted
     (loss on kl through 0), and the fit is kept only when the KL term explains most of the loss (KL_FIT_MIN):
     with token-level losses (dapo, bnpo) the policy term does not average out, and a coefficient fitted on a
@@ -398,8 +399,10 @@ def _implied_kl_coefficient(log: RunLog) -> None:
     scale = sum(k * k for k, _ in pairs)
     if len(pairs) < 3 or scale <= 1e-12:
         return
-    tied = _by_step(log, "frac_reward_zero_std")
-    exact = [loss[s] / kl[s] for s in kl if s in loss and tied.get(s, 0.0) >= 1.0 and kl[s] > KL_EXACT_MIN]
+    tied = {step: share >= 1.0 for step, share in _by_step(log, "frac_reward_zero_std").items()}
+    if not tied:
+        tied = {step: spread <= FLAT_STD for step, spread in _by_step(log, "reward_std").items()}
+    exact = [loss[s] / kl[s] for s in kl if s in loss and tied.get(s, False) and kl[s] > KL_EXACT_MIN]
     if len(exact) >= 2:
         _put(log, "kl/implied_coefficient", [(_run_value(log), statistics.median(exact))])
         _put(log, "kl/loss_fit", [(_run_value(log), 1.0)])
