@@ -130,9 +130,9 @@ NOT_A_STEP = (*EVAL_PREFIXES, END_OF_TRAINING)
 # What this module reads, for the messages that say a file holds none of it.
 CONSOLE_FORMATS = ("the {'loss': ..., 'reward': ...} dicts transformers' Trainer prints (and slime's 'rollout N: {...}' "
                    "lines), verl's 'step:N - key:value' lines, the progress table it draws in a notebook, a table "
-                   "headed 'Step | Reward | ...' or aligned by spaces (a printed DataFrame), a loop's 'step 12 | loss=... | reward=...' or 'step 12, Reward: ..., "
-                   "KL: ...' lines, a step's block of 'Name: value' lines (NeMo-RL's), or its 'loss: ..., reward: ...' "
-                   "lines repeated every step")
+                   "headed 'Step | Reward | ...' or aligned by spaces (a printed DataFrame), a loop's 'step 12 | "
+                   "loss=... | reward=...' or 'step 12, Reward: ..., KL: ...' lines, a step's block of 'Name: value' "
+                   "lines (NeMo-RL's), or its 'loss: ..., reward: ...' lines repeated every step")
 STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy")
 
 
@@ -172,7 +172,8 @@ def console_log(text: str, source: str, logging_steps: int | None = None,
             if log.series or log.nonfinite:
                 _hand_written_log(log, printed)
                 if bars:
-                    taken_off = " and ".join(filter(None, [taken_off, "the progress bars redrawn after carriage returns"]))
+                    redrawn = "the progress bars redrawn after carriage returns"
+                    taken_off = " and ".join(filter(None, [taken_off, redrawn]))
                 break
     if not log.series and not log.nonfinite:
         raise HypotrackError(f"{source}: {nothing} (none of {CONSOLE_FORMATS}); "
