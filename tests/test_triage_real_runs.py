@@ -153,13 +153,20 @@ def test_1_a_kl_coefficient_is_not_fitted_from_noise():
     assert last(board, "kl/implied_coefficient") == pytest.approx(0.05, rel=0.02)
 
 
-def test_1_a_trl_too_old_to_count_ties_gives_its_kl_coefficient_at_steps_whose_rewards_all_tied():
+def test_1_a_trl_too_old_to_count_ties_gives_its_kl_coefficient_at_steps_whose_rewards_all_tied(tmp_path):
     """nips-grpo-dynamics' gate 2 at rho 0.7 (a TRL that logs no frac_reward_zero_std): at a step whose reward_std is
     0 every group tied, so loss / kl there is beta, 0.04, where a fit through the noisy steps reads 0.34 once the
     rows average two steps each."""
     log = derived(str(corpus("nips__gate2_rho0.70_seed42")))
     assert "frac_reward_zero_std" not in log.series
     assert last(log, "kl/implied_coefficient") == pytest.approx(0.04, rel=0.05) and last(log, "kl/loss_fit") == 1.0
+    # the same steps two to a row, as logging_steps 2 logs them: a row of two tied steps still gives beta exactly
+    logged = read_source(str(corpus("nips__gate2_rho0.70_seed42")))
+    steps = [step for step, _ in logged.series["loss"]]
+    rows = [{"step": b, **{key: statistics.fmean(dict(logged.series[key])[s] for s in (a, b))
+                           for key in ("loss", "kl", "reward", "reward_std")}} for a, b in zip(steps[::2], steps[1::2])]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert last(derived(str(tmp_path / "metrics.jsonl")), "kl/implied_coefficient") == pytest.approx(0.04, rel=0.05)
 
 
 def test_2_kl_of_exactly_0_at_every_step_is_no_kl_term(hypotheses):
