@@ -150,7 +150,7 @@ def _holds_table(lines: list[str]) -> bool:
     if any(_table_header(_table_cells(line)) is not None for line in lines if any(bar in line for bar in TABLE_BARS)):
         return True
     found = RunLog(source="", kind="console")
-    _read_tables("\n".join(line for line in lines if not any(bar in line for bar in TABLE_BARS)), found)
+    _read_tables("\n".join(lines), found)
     return bool(found.series)
 
 
@@ -192,20 +192,26 @@ def _dicts_on_one_line(text: str) -> str:
     joined: list[str] = []
     at = 0
     while at < len(lines):
-        line = lines[at]
-        end = at + 1
-        if DICT_OPENS.search(line):
-            while end < len(lines) and end - at <= DICT_LINES and not {"{", "}"} & set(lines[end]):
-                end += 1
-            if end < len(lines) and "}" in lines[end] and "{" not in lines[end]:
-                head, items = line.rstrip(), " ".join(part.strip() for part in lines[at + 1:end + 1])
-                joined.append(head + ("" if head.endswith("{") else " ") + items)
-                at = end + 1
-                continue
-            end = at + 1
-        joined.append(line)
-        at = end
+        end = _closing_line(lines, at) if DICT_OPENS.search(lines[at]) else None
+        if end is None:
+            joined.append(lines[at])
+            at += 1
+            continue
+        head, items = lines[at].rstrip(), " ".join(part.strip() for part in lines[at + 1:end + 1])
+        joined.append(head + ("" if head.endswith("{") else " ") + items)
+        at = end + 1
     return "\n".join(joined)
+
+
+def _closing_line(lines: list[str], opened: int) -> int | None:
+    """The line that closes the dict ``lines[opened]`` opens: the first brace after it, within DICT_LINES lines, where
+    it closes one; None where another dict opens first or none closes."""
+    for at in range(opened + 1, min(len(lines), opened + DICT_LINES + 2)):
+        if "{" in lines[at]:
+            return None
+        if "}" in lines[at]:
+            return at
+    return None
 
 
 def _hand_written_log(log: RunLog, printed: str) -> None:
@@ -270,18 +276,27 @@ def _read_tables(text: str, log: RunLog) -> None:
         if header is None or barred == aligned:
             continue
         if aligned:
-            if header and len(cells) == len(header) + 1 and cells[0].isdigit():
+            if len(cells) == len(header) + 1 and cells[0].isdigit():
                 cells = cells[1:]  # a DataFrame's index
             if len(cells) != len(header) or any(number(cell) is None for cell in cells):
                 header = None  # an aligned table ends at its first line that is no row of it
                 continue
-        step = number(cells[step_at]) if len(cells) == len(header) else None
-        if step is None or step < 0 or step != int(step) or not (aligned or cells[step_at].isdigit()):
-            continue  # np.savetxt writes a step as 1.000000000000000000e+00
+        step = _table_step(cells[step_at], aligned) if len(cells) == len(header) else None
+        if step is None:
+            continue
         for name, cell in zip(header, cells):
             value = number(cell)
             if name and name not in TABLE_STEP_NAMES and value is not None:
-                log.add(name, int(step), value)
+                log.add(name, step, value)
+
+
+def _table_step(cell: str, aligned: bool) -> int | None:
+    """A row's step: the digits of a table drawn by hand, or any whole number at least 0 in one aligned by spaces
+    (np.savetxt writes a step as 1.000000000000000000e+00)."""
+    if not aligned:
+        return int(cell) if cell.isdigit() else None
+    step = number(cell)
+    return int(step) if step is not None and step >= 0 and step == int(step) else None
 
 
 def _table_cells(line: str) -> list[str]:

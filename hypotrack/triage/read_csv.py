@@ -89,13 +89,12 @@ def _read_body(path: Path, header: list[str], step_at: int | None, body: list[tu
     value_at = lowered.index("value") if "value" in lowered else None
     run_at = _run_column(header, lowered, body, steps, step_at, skip={long_form, value_at})
     if step_at is None and run_at is not None:  # each run's rows are its steps, counted apart
-        counted = Counter(row[run_at].strip() if run_at < len(row) else "" for _, row in body)
+        counted: Counter[str] = Counter()
         steps = []
-        for _, row in reversed(body):
+        for _, row in body:
             run = row[run_at].strip() if run_at < len(row) else ""
+            counted[run] += 1
             steps.append(counted[run])
-            counted[run] -= 1
-        steps.reverse()
     logs: dict[str, RunLog] = {}
 
     def log_of(run: str) -> RunLog:
