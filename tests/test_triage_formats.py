@@ -1219,6 +1219,13 @@ def test_a_table_a_loop_prints_reads_its_columns_as_keys(tmp_path, style):
     assert log.series["lr"][0] == (1, 1e-06) and canonical_name("lr") == "learning_rate"
 
 
+def test_an_aligned_tables_row_whose_step_is_no_whole_number_is_no_step(tmp_path):
+    """np.savetxt writes a step as a float: one written as inf or nan is no step (and no traceback)."""
+    path = tmp_path / "metrics.txt"
+    path.write_text("# step reward kl\ninf 0.1 0.2\nnan 0.2 0.3\n" + "".join(f"{s}.0 0.{s} 0.01\n" for s in range(1, 6)))
+    assert read_source(str(path)).series["reward"] == [(s, s / 10) for s in range(1, 6)]
+
+
 def test_prose_that_names_a_step_among_its_words_heads_no_table(tmp_path):
     """A table aligned by spaces is read only in rows of numbers right under its header: a sentence of names is no
     header for the numbers printed after it elsewhere."""

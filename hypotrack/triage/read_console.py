@@ -296,7 +296,7 @@ def _table_step(cell: str, aligned: bool) -> int | None:
     if not aligned:
         return int(cell) if cell.isdigit() else None
     step = number(cell)
-    return int(step) if step is not None and step >= 0 and step == int(step) else None
+    return int(step) if step is not None and step >= 0 and step.is_integer() else None  # inf and nan are no step
 
 
 def _table_cells(line: str) -> list[str]:
