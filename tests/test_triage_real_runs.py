@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from real_run_support import PROJECT, corpus_entries, log_folder, log_source
 
-from hypotrack.triage.api import triage
+from hypotrack.triage.api import triage, triage_log
 from hypotrack.triage.derived import add_derived
 from hypotrack.triage.keys import canonical, is_training_metric, reward_functions
 from hypotrack.triage.progress import run_progress
@@ -449,6 +449,22 @@ def test_16_a_reward_that_collapses_with_the_entropy_is_the_learning_rates(hypot
     report = triage(str(corpus("dphuang2__iter05_rl_matched")), hypotheses)
     assert report.progress.state == "getting worse", report.progress.sentence()
     assert [e.id for e in report.suspects()] == ["h16"], report.ranking_record()
+
+
+@pytest.mark.parametrize("slug", ["wordle__tb_1767712816_lr5e-3", "wordle__tb_1767713359_lr5e-3"])
+def test_16_a_learning_rate_that_threw_the_policy_far_is_named_whatever_the_logging_interval(hypotheses, slug):
+    """The Wordle runs at lr 5e-3 (the authors' fix: a smaller rate), as logged and as a run logging every other
+    step keeps them. Kept that way the first row is step 2, where the KL already reads 3-4 nats: it rose before
+    the first row, so no rise shows over the first rows. The KL at a typical step (its median, 1.4-3 nats) reads
+    the same either way, and with a rate of 1e-3 or more it names h16, and the clipped completions and tied groups
+    it left behind are its consequences, not suspects of their own."""
+    log = read_source(str(corpus(slug)))
+    steps = sorted({step for points in log.series.values() for step, _ in points})
+    kept = set(steps[1::2])
+    sampled = RunLog(source=log.source, kind=log.kind, params=dict(log.params),
+                     series={name: [p for p in points if p[0] in kept] for name, points in log.series.items()})
+    for copy in (log, sampled):
+        assert [e.id for e in triage_log(copy, hypotheses).suspects()] == ["h16"], triage_log(copy, hypotheses)
 
 
 def test_16_a_kl_that_grows_as_completions_shrink_is_the_learning_rates(hypotheses):
