@@ -19,9 +19,12 @@ The step aggregations, over the metric's finite values in step order (None where
                  "the series climbs" means the same whatever the metric's scale and noise (None under
                  three distinct steps, where two points fit exactly; 0 for a flat series; +-inf for an
                  exact line)
-    growth       the mean of the last k steps over the mean of the first k, k at most half the steps:
-                 how far the run moved from its own start (None under two steps, or where the first
-                 mean is not above 0)
+    growth       the mean of the last k steps over the mean of the first k: how far the run moved from its
+                 own start (None under two steps, or where the first mean is not above 0). The windows
+                 are k steps or a tenth of the steps, whichever is more, and at most half: ten rows of a
+                 run that logs 2400 are a sample too small to be its start (an entropy level at 0.035 a
+                 step, spiking to 1, reads 1.33 on one run's first and last ten rows and 0.13 on every
+                 other row of the same run), while a tenth of it still ends where the run ends
 
 The comparison is Python's operator on the number (its absolute value where the reading says abs)
 and the threshold. Pure Python: no scipy, whose import would be most of `hypotrack triage`'s time.
@@ -81,7 +84,7 @@ def aggregate_steps(points: list[tuple[int, float]], how: str, k: int) -> float 
     if how == "growth":
         if len(ys) < 2:
             return None
-        k = min(k, len(ys) // 2)
+        k = min(max(k, len(ys) // 10), len(ys) // 2)
         first, last = statistics.fmean(ys[:k]), statistics.fmean(ys[-k:])
         return last / first if first > 0 else None
     if how in ("slope", "slope_t"):

@@ -51,6 +51,17 @@ def test_step_aggregations():
     assert aggregate_steps(points, "median", 3) == pytest.approx(4.5)
 
 
+def test_growth_reads_a_tenth_of_a_long_run_at_each_end():
+    # A level series that spikes at random: ten rows of 2000 at each end read whatever the spikes there read; a
+    # tenth of the run reads its level, as logged and every other row.
+    level = [(s, 1.0 if s % 37 else 30.0) for s in range(2000)]
+    assert aggregate_steps(level, "growth", 10) == pytest.approx(1.0, abs=0.2)
+    assert aggregate_steps(level[1::2], "growth", 10) == pytest.approx(1.0, abs=0.2)
+    assert aggregate_steps(level[1:21], "growth", 10) == pytest.approx(1.0)  # a short run: k, at most half
+    falls = [(s, 1.0 if s < 1800 else 0.1) for s in range(2000)]  # a tenth still ends where the run ends
+    assert aggregate_steps(falls, "growth", 10) == pytest.approx(0.1)
+
+
 def test_median_is_a_typical_step_that_spikes_do_not_move():
     # A KL that a blown-up row reads at 1e24 is still about 1.5 nats at a typical step, kept as logged, every
     # other row or pairs averaged; its mean is the spike's.

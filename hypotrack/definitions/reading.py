@@ -21,11 +21,13 @@ from .unread import read_only_when
 
 # What each aggregation makes of the logged steps (hypotrack/reading.py says how), for `steps`' description.
 _MEANINGS = {
-    "median": "a typical step: a few rows far off do not move it", "mean_last": "the last k steps", "mean_first": "the first k steps",
+    "median": "a typical step: a few rows far off do not move it",
+    "mean_last": "the last k steps", "mean_first": "the first k steps",
     "slope": "per step, by least squares, in the metric's units",
     "slope_t": "that slope over its standard error: unitless, above about 3 the series really climbs, below "
                "about -3 it really falls",
-    "growth": "the mean of the last k steps over the mean of the first k; k shrinks to half the steps on a short run",
+    "growth": "the mean of the last k steps over the mean of the first k; the windows grow to a tenth of a long "
+              "run's steps and shrink to half a short run's",
 }
 
 
