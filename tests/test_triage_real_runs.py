@@ -493,9 +493,10 @@ def test_16_groups_tied_once_the_reward_collapsed_are_the_collapses_whatever_the
 
 
 def test_15_an_entropy_level_that_spikes_is_read_over_a_tenth_of_a_long_run(hypotheses):
-    """FinQA's 2400-step run, which learned (its authors measure 3 points of held-out accuracy gained): its entropy sits near 0.035 at every tenth of the
-    run and spikes to 1 on single steps, so its first and last ten rows read 1.33 as logged and 0.13 every other
-    row. Read over a tenth of the run at each end the entropy holds (about 0.9) either way: no collapse, no h15."""
+    """FinQA's 2400-step run, which learned (its authors measure 3 points of held-out accuracy gained): its entropy
+    sits near 0.035 at every tenth of the run and spikes to 1 on single steps, so its first and last ten rows read
+    1.33 as logged and 0.13 every other row. Read over a tenth of the run at each end the entropy holds (about 0.9)
+    either way: no collapse, no h15."""
     log = read_source(str(corpus("finqa__stage7_grpo_long2400")))
     for copy in (log, _as_kept(log, "every other row")):
         report = triage_log(copy, hypotheses)
