@@ -21,10 +21,10 @@ The step aggregations, over the metric's finite values in step order (None where
                  exact line)
     growth       the mean of the last k steps over the mean of the first k: how far the run moved from its
                  own start (None under two steps, or where the first mean is not above 0). The windows
-                 are k steps or a tenth of the steps, whichever is more, and at most half: ten rows of a
-                 run that logs 2400 are a sample too small to be its start (an entropy level at 0.035 a
-                 step, spiking to 1, reads 1.33 on one run's first and last ten rows and 0.13 on every
-                 other row of the same run), while a tenth of it still ends where the run ends
+                 are k steps or GROWTH_SHARE of the steps, whichever is more, and at most half: ten rows
+                 of a run that logs 2400 are too small a sample to be its start (an entropy that sits near
+                 0.035 and spikes to 1 on single steps reads 1.33 on its first and last ten rows, and 0.13
+                 on every other row of the same run), while a tenth of it still ends where the run ends
 
 The comparison is Python's operator on the number (its absolute value where the reading says abs)
 and the threshold. Pure Python: no scipy, whose import would be most of `hypotrack triage`'s time.
@@ -42,6 +42,7 @@ STEP_AGGREGATIONS = ("mean", "median", "mean_last", "mean_first", "last", "first
                      "growth")
 # The aggregations that read a window of k steps.
 WINDOWED = ("mean_last", "mean_first", "growth")
+GROWTH_SHARE = 0.1  # growth's windows are at least this share of a long run's steps
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne}
 
@@ -84,7 +85,7 @@ def aggregate_steps(points: list[tuple[int, float]], how: str, k: int) -> float 
     if how == "growth":
         if len(ys) < 2:
             return None
-        k = min(max(k, len(ys) // 10), len(ys) // 2)
+        k = min(max(k, int(len(ys) * GROWTH_SHARE)), len(ys) // 2)
         first, last = statistics.fmean(ys[:k]), statistics.fmean(ys[-k:])
         return last / first if first > 0 else None
     if how in ("slope", "slope_t"):
