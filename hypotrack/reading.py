@@ -6,9 +6,6 @@ both read a metric this way; hypotrack/definitions/reading.py declares the readi
 The step aggregations, over the metric's finite values in step order (None where there are none):
 
     mean         the arithmetic mean of every logged step
-    median       the median of every logged step: a typical step, which a few rows far off (a spike, a step
-                 whose update was skipped) do not move, and which a longer logging interval or a sampled history
-                 reads about the same
     mean_last    the mean of the last k steps (of all of them on a run shorter than k)
     mean_first   the mean of the first k steps
     last, first  the value at the last / first step
@@ -38,8 +35,7 @@ import statistics
 from collections.abc import Callable
 
 # Every aggregation a reading may name, in the order the docstring explains them.
-STEP_AGGREGATIONS = ("mean", "median", "mean_last", "mean_first", "last", "first", "max", "min", "slope", "slope_t",
-                     "growth")
+STEP_AGGREGATIONS = ("mean", "mean_last", "mean_first", "last", "first", "max", "min", "slope", "slope_t", "growth")
 # The aggregations that read a window of k steps.
 WINDOWED = ("mean_last", "mean_first", "growth")
 GROWTH_SHARE = 0.1  # growth's windows are at least this share of a long run's steps
@@ -68,8 +64,6 @@ def aggregate_steps(points: list[tuple[int, float]], how: str, k: int) -> float 
     ys = [v for _, v in values]
     if how == "mean":
         return statistics.fmean(ys)
-    if how == "median":
-        return statistics.median(ys)
     if how == "mean_last":
         return statistics.fmean(ys[-k:])
     if how == "mean_first":

@@ -128,7 +128,7 @@ criteria:                        # the bug's signature in the diagnostics, read 
   validated:                     # all hold -> the signature is present
     - metric: diag/weights/delta_rel
       arm: control
-      steps: mean                # mean | median | mean_last | mean_first | last | first | max | min | slope
+      steps: mean                # mean | mean_last | mean_first | last | first | max | min | slope
       seeds: majority            # all | majority | any | mean
       op: ">"
       threshold: 0.1

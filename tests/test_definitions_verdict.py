@@ -48,11 +48,11 @@ def test_step_aggregations():
     assert aggregate_steps(points, "max", 3) == 9.0
     assert aggregate_steps(points, "min", 3) == 0.0
     assert aggregate_steps(points, "slope", 3) == pytest.approx(1.0)
-    assert aggregate_steps(points, "median", 3) == pytest.approx(4.5)
+    assert aggregate_steps([(s, 2.0 - 0.5 * s) for s in range(6)], "slope", 1) == pytest.approx(-0.5)
 
 
 def test_growth_reads_a_tenth_of_a_long_run_at_each_end():
-    # A level series that spikes at random: ten rows of 2000 at each end read whatever the spikes there read; a
+    # A level series that spikes every 37 steps: ten rows of 2000 at each end read whatever the spikes there read; a
     # tenth of the run reads its level, as logged and every other row.
     level = [(s, 1.0 if s % 37 else 30.0) for s in range(2000)]
     assert aggregate_steps(level, "growth", 10) == pytest.approx(1.0, abs=0.2)
@@ -60,17 +60,6 @@ def test_growth_reads_a_tenth_of_a_long_run_at_each_end():
     assert aggregate_steps(level[1:21], "growth", 10) == pytest.approx(1.0)  # a short run: k, at most half
     falls = [(s, 1.0 if s < 1800 else 0.1) for s in range(2000)]  # a tenth still ends where the run ends
     assert aggregate_steps(falls, "growth", 10) == pytest.approx(0.1)
-
-
-def test_median_is_a_typical_step_that_spikes_do_not_move():
-    # A KL that a blown-up row reads at 1e24 is still about 1.5 nats at a typical step, kept as logged, every
-    # other row or pairs averaged; its mean is the spike's.
-    kl = [(1, 0.0), (2, 3.4), (3, 0.72), (4, 1.49), (5, 0.91), (6, 3.87), (7, 0.68), (8, 1.6), (9, 1.5), (10, 1e24)]
-    assert aggregate_steps(kl, "mean", 1) > 1e22
-    assert 0.9 < aggregate_steps(kl, "median", 1) < 1.6
-    assert 1.4 < aggregate_steps(kl[1::2], "median", 1) < 3.5
-    assert aggregate_steps([(s, 2.0 - 0.5 * s) for s in range(6)], "slope", 1) == pytest.approx(-0.5)
-
 
 
 def test_slope_t_is_the_same_whatever_the_metric_scale_and_separates_a_climb_from_noise():
@@ -127,7 +116,7 @@ def test_step_aggregation_sorts_steps_and_skips_non_finite():
     assert aggregate_steps([(1, 1.0)], "slope", 1) is None  # one point has no slope
     assert aggregate_steps([(1, 1.0), (1, 2.0)], "slope", 1) is None
     with pytest.raises(ValueError):
-        aggregate_steps([(1, 1.0)], "mode", 1)
+        aggregate_steps([(1, 1.0)], "median", 1)
 
 
 # --------------------------------------------------------------------------- verdicts

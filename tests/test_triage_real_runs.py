@@ -475,11 +475,14 @@ def _as_kept(log: RunLog, keep: str) -> RunLog:
 def test_16_a_learning_rate_that_threw_the_policy_far_is_named_whatever_the_logging_interval(hypotheses, slug, keep):
     """The Wordle runs at lr 5e-3 (the authors' fix: a smaller rate), as logged and as a longer logging interval
     keeps them. Every other row, the first row is step 2, where the KL already reads 3-4 nats: it rose before the
-    first row, so no rise shows over the first rows. The KL at a typical step (its median, 1.4-3 nats) reads the same
-    either way, and with a rate of 1e-3 or more it names h16, and the clipped completions and tied groups it left
-    behind are its consequences, not suspects of their own."""
+    first row, so no rise shows over the first rows. The KL's level (kl/thrown: the lesser of its mean over the first
+    three rows and its median, 1.4-3 nats) reads the same either way, and with a rate of 1e-3 or more it names h16,
+    and the clipped completions and tied groups it left behind are its consequences, not suspects of their own."""
     log = read_source(str(corpus(slug)))
     for copy in (log, _as_kept(log, keep)):
+        named = canonical(copy).log
+        add_derived(named, assign_roles(named, reward_functions(named), None))
+        assert last(named, "kl/thrown") >= 1.0
         assert [e.id for e in triage_log(copy, hypotheses).suspects()] == ["h16"], triage_log(copy, hypotheses)
 
 

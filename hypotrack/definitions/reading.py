@@ -21,7 +21,6 @@ from .unread import read_only_when
 
 # What each aggregation makes of the logged steps (hypotrack/reading.py says how), for `steps`' description.
 _MEANINGS = {
-    "median": "a typical step: a few rows far off do not move it",
     "mean_last": "the last k steps", "mean_first": "the first k steps",
     "slope": "per step, by least squares, in the metric's units",
     "slope_t": "that slope over its standard error: unitless, above about 3 the series really climbs, below "

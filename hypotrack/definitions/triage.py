@@ -87,6 +87,9 @@ DERIVED_METRICS: dict[str, str] = {
     "kl/early_rise": "run: the mean kl over the first three logged rows minus the first row's, at most the run's "
                      "median kl minus the first row's: how far the first updates moved the policy and kept it (a KL "
                      "already there at step 1 does not rise, nor a few spiking rows)",
+    "kl/thrown": "run: the lesser of the mean kl over the first three logged rows and the run's median kl: how far "
+                 "from its reference the first updates left the policy and kept it (the level, which a longer logging "
+                 "interval keeps where it loses the rise; a KL that only grows over the run is not thrown)",
     "kl/implied_coefficient": "run: the coefficient the logged kl enters the logged loss with: loss / kl at steps "
                               "where every group tied (no policy term, so exactly the KL coefficient), else least "
                               "squares of loss on kl through 0, kept only where it explains half the loss or more "

@@ -335,7 +335,12 @@ def _first_step_kl(log: RunLog) -> None:
     grew over the first logged steps (their mean over the first row's): a policy that jumps away from where
     it started; a KL already there at step 1, that never grows, does not rise. A policy thrown that far stays
     about that far, so the rise counts only as far as the run's median KL keeps it: an estimator that spikes on a
-    few early rows and reads thousandths on the rows between them did not move the policy.
+    few early rows and reads thousandths on the rows between them did not move the policy. kl/thrown is the KL's
+    level rather than its rise, the lesser of its mean over the first logged rows and its median: how far from its
+    reference the first updates left the policy, and kept it. A longer logging interval keeps the level where it
+    loses the rise (kept every other row, a run's first row is step 2, where a rate of 5e-3 already put the KL at
+    3 nats), and a KL that only grows to a nat over the run (a generator whose weights stopped syncing) is not
+    thrown.
 
     Only TRL's step-1 KL is read as the reference's: it scores the policy and the reference with one model and
     one kernel there, so a correct reference reads 0. A hand-written loop (runlog.HAND_WRITTEN) often scores one
@@ -352,8 +357,9 @@ def _first_step_kl(log: RunLog) -> None:
         _put(log, "kl/first_step", [(first_step, first)])
     early = [value for _, value in points[:EARLY_ROWS]]
     if len(early) == EARLY_ROWS:
-        kept = statistics.median(value for _, value in points) - first
-        _put(log, "kl/early_rise", [(_run_value(log), min(statistics.fmean(early) - first, kept))])
+        typical = statistics.median(value for _, value in points)
+        _put(log, "kl/early_rise", [(_run_value(log), min(statistics.fmean(early) - first, typical - first))])
+        _put(log, "kl/thrown", [(_run_value(log), min(statistics.fmean(early), typical))])
 
 
 def _lowest_kl(log: RunLog) -> None:
