@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from real_run_support import PROJECT, corpus_entries, log_folder, log_source
+from tools.real_run_robustness import every_other_row, pairs_averaged
 
 from hypotrack.triage.api import triage, triage_log
 from hypotrack.triage.derived import add_derived
@@ -451,35 +452,16 @@ def test_16_a_reward_that_collapses_with_the_entropy_is_the_learning_rates(hypot
     assert [e.id for e in report.suspects()] == ["h16"], report.ranking_record()
 
 
-def _as_kept(log: RunLog, keep: str) -> RunLog:
-    """The run as another user keeps it: every other row (a logging interval twice as long, or a tracker's sampled
-    history), or each pair of rows averaged (logging_steps twice as large, as TRL averages an interval)."""
-    steps = sorted({step for points in log.series.values() for step, _ in points})
-    if keep == "every other row":
-        kept = set(steps[1::2])
-        series = {name: [p for p in points if p[0] in kept] for name, points in log.series.items()}
-    else:
-        filed_at = {step: steps[i | 1] for i, step in enumerate(steps) if (i | 1) < len(steps)}
-        series = {}
-        for name, points in log.series.items():
-            pairs: dict[int, list[float]] = {}
-            for step, value in points:
-                if step in filed_at:
-                    pairs.setdefault(filed_at[step], []).append(value)
-            series[name] = sorted((step, statistics.fmean(values)) for step, values in pairs.items())
-    return RunLog(source=log.source, kind=log.kind, params=dict(log.params), series=series)
-
-
 @pytest.mark.parametrize("slug", ["wordle__tb_1767712816_lr5e-3", "wordle__tb_1767713359_lr5e-3"])
-@pytest.mark.parametrize("keep", ["every other row", "pairs averaged"])
-def test_16_a_learning_rate_that_threw_the_policy_far_is_named_whatever_the_logging_interval(hypotheses, slug, keep):
+@pytest.mark.parametrize("kept", [every_other_row, pairs_averaged])
+def test_16_a_learning_rate_that_threw_the_policy_far_is_named_whatever_the_logging_interval(hypotheses, slug, kept):
     """The Wordle runs at lr 5e-3 (the authors' fix: a smaller rate), as logged and as a longer logging interval
     keeps them. Every other row, the first row is step 2, where the KL already reads 3-4 nats: it rose before the
     first row, so no rise shows over the first rows. The KL's level (kl/thrown: the lesser of its mean over the first
     three rows and its median, 1.4-3 nats) reads the same either way, and with a rate of 1e-3 or more it names h16,
     and the clipped completions and tied groups it left behind are its consequences, not suspects of their own."""
     log = read_source(str(corpus(slug)))
-    for copy in (log, _as_kept(log, keep)):
+    for copy in (log, kept(log)):
         named = canonical(copy).log
         add_derived(named, assign_roles(named, reward_functions(named), None))
         assert last(named, "kl/thrown") >= 1.0
@@ -491,7 +473,7 @@ def test_16_groups_tied_once_the_reward_collapsed_are_the_collapses_whatever_the
     half a pass, so the tied groups look like a sparse reward; but a reward that started partly right and collapsed
     to nothing ties its groups by collapsing, and that weighs as much as a wrecked policy does against h11."""
     log = read_source(str(corpus("dphuang2__iter05_rl_matched")))
-    report = triage_log(_as_kept(log, "pairs averaged"), hypotheses)
+    report = triage_log(pairs_averaged(log), hypotheses)
     assert [e.id for e in report.suspects()] == ["h16"], report.ranking_record()
 
 
@@ -501,7 +483,7 @@ def test_15_an_entropy_level_that_spikes_is_read_over_a_tenth_of_a_long_run(hypo
     1.33 as logged and 0.13 every other row. Read over a tenth of the run at each end the entropy holds (about 0.9)
     either way: no collapse, no h15."""
     log = read_source(str(corpus("finqa__stage7_grpo_long2400")))
-    for copy in (log, _as_kept(log, "every other row")):
+    for copy in (log, every_other_row(log)):
         report = triage_log(copy, hypotheses)
         assert "h15" not in [e.id for e in report.suspects()], report.ranking_record()
 
