@@ -380,12 +380,16 @@ def _loop_step(line: str, pairs_start: int) -> int | None:
 
 
 def _loop_value(text: str) -> list[float]:
+    """The numbers a value LOOP_VALUE matched holds: a list's, a count over its total as the share, or one number
+    (values.number reads a percentage as its share)."""
     if text.startswith("["):
-        return [float(number) for number in re.findall(NUMBER, text)]
-    if text.endswith("%"):
-        return [float(text[:-1]) / 100]
+        return [float(found) for found in re.findall(NUMBER, text)]
     count, _, total = text.partition("/")
-    return [float(count) / float(total) if total and float(total) else float(count)]
+    if total:
+        return [float(count) / float(total) if float(total) else float(count)]
+    value = number(text)
+    assert value is not None, text  # LOOP_VALUE matched a number, with or without its %
+    return [value]
 
 
 def _read_loop_lines(text: str, log: RunLog) -> None:
