@@ -32,12 +32,10 @@ NOT_READ_YET: dict[str, str] = {
     # step on the line, and a reader for it would be written on the holdout.
     "a5damek__grpo_train_loop": "a loop's 'Percentage of correct examples: x' per iteration, with no step on the line, "
                                 "among sample completions' 'Metrics: {...}' dicts (no steps)",
-    # A holdout log added with the corpus grown to 208 (holdout_before_208.md), in its own loop's format; a reader for
-    # it would be written on the holdout. (axiomrl__mgrpo_ckpt10, added with it, is read since triage reads a loop's
-    # json.dump of its run, read_json_tables: that reader was written for every shape such a dump takes, once this
-    # log had shown one was missing, so its reading is no longer blind.)
-    "probaligned__grpo_console": "a loop's 'time: 7.18s     rewards: tensor([...])' line per generation batch, no "
-                                 "step, loss or kl printed",
+    # (probaligned__grpo_console, a holdout log added with the corpus grown to 208 in a simple_GRPO-style loop's
+    # format, is read since triage reads rewards printed as torch and numpy print an array, wrapped or not: that
+    # reader was written from simple_GRPO's own print statement, which its users' logs all carry, and tested on arrays
+    # torch and numpy print, not on this log.)
 }
 
 

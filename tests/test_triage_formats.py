@@ -430,6 +430,38 @@ def test_a_loops_lines_without_a_step_are_read_in_order(tmp_path):
     assert log.series["eval_acc"] == [(4, 0.4), (8, 0.8)]
 
 
+def test_rewards_a_loop_prints_as_torch_or_numpy_print_an_array_are_a_list(tmp_path):
+    """simple_GRPO's generation worker prints each batch's rewards as torch prints a tensor, no step on the line
+    (`time: 7.18s     rewards: tensor([...])`), and torch wraps a tensor of its 5 prompts x 8 answers over several
+    lines; numpy prints an array without commas, wrapped too. Each printed batch is a step, read in order; its rewards'
+    mean and spread are the step's; 40 rewards are several groups printed together, so no tie is read from them."""
+    import random
+    import statistics
+
+    import numpy
+    import torch
+
+    rng = random.Random(0)
+    batches = [[rng.choice((2.25, 0.25, -0.75, -2.0)) for _ in range(40)] for _ in range(8)]
+    printers = {"torch": lambda rewards: str(torch.tensor(rewards)),
+                "cuda": lambda rewards: str(torch.tensor(rewards))[:-1] + ", device='cuda:0')",
+                "numpy": lambda rewards: str(numpy.array(rewards))}
+    for name, printed in printers.items():
+        lines = ["INFO 02-18 10:01:12 llm_engine.py:232] Initializing a V1 LLM engine (v0.7.2) with config: ..."]
+        for batch, rewards in enumerate(batches):
+            lines.append(f"time: {rng.uniform(2, 9):.2f}s     rewards: {printed(rewards)}")
+            if batch % 5 == 0:
+                lines.append("answers: <think>48 / 2 = 24</think><answer>24</answer>")
+        assert "\n" in printed(batches[0]), name  # wrapped over several lines, as printed
+        path = tmp_path / f"{name}.log"
+        path.write_text("\n".join(lines) + "\n")
+        log = read_source(str(path))
+        assert [step for step, _ in log.series["rewards"]] == list(range(1, 9)), name
+        assert dict(log.series["rewards"])[3] == pytest.approx(statistics.fmean(batches[2])), name
+        assert dict(log.series["reward_std"])[3] == pytest.approx(statistics.pstdev(batches[2])), name
+        assert "frac_reward_zero_std" not in log.series, name
+
+
 def test_an_mlflow_file_store_a_repository_keeps_is_read_through_mlflow(tmp_path, monkeypatch):
     """A run logged to ./mlruns (MLflow's file store, as TRL's MLflow callback left it before MLflow 3 made a database
     the default) and committed with the repository: the mlruns/ folder, or one run's folder in it, is read through

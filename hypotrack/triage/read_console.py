@@ -18,7 +18,8 @@
   steps where the line also counts epochs (`[1/1](12/500)`: the larger total). A name of
   words is read lower case with `_` for its spaces (`Avg Response Len` is avg_response_len), and as keys.py reads
   a hand-written loop's names (`avg_loss` is the loss, `acc` an accuracy, `KL_ref` the kl); a count out of a total
-  (`correct=3/4`) is its share, and a list (`rewards=[0, 1]`, `rewards=['0.80', '0.01']`) its mean. A list of
+  (`correct=3/4`) is its share, and a list (`rewards=[0, 1]`, `rewards=['0.80', '0.01']`, or an array as torch and
+  numpy print it, `rewards: tensor([1., -1.])` as simple_GRPO does, wrapped over several lines) its mean. A list of
   rewards is the completions' own: its spread is the step's reward_std, and where every such list of the log holds
   at most GROUP_LIST_MAX rewards it is read as one group (a hand-written loop prints the group it just scored), tied
   when every reward in it is the same (frac_reward_zero_std 1, else 0);
@@ -78,7 +79,14 @@ VERL_PAIR = re.compile(rf"([^\s:]+):\s*(?:np\.\w+\()?({NUMBER})\)?(?=\s|$)")
 # among them a metric every trainer logs: "[run]  12/100 | loss=0.0123 | reward=0.250".
 LOOP_STEP = re.compile(r"\b(?:step|iteration|iter)\s*[=:]?\s*(\d+)\b", re.IGNORECASE)
 LOOP_COUNT = re.compile(r"(?<![\w./])(\d+)/(\d+)(?![\w./])")
-LOOP_LIST = rf"\[\s*(?:['\"]?{NUMBER}['\"]?\s*,\s*)*['\"]?{NUMBER}['\"]?\s*\]"
+# a list as print() writes it ([0.5, 1.0], ['0.80', '0.01']), numpy ([0.5 1. ]) or torch (tensor([0.5, 1.]), followed
+# by its device or dtype where they are not the default: simple_GRPO prints each batch's "rewards: tensor([...])")
+LOOP_LIST = (rf"(?:(?:tensor|array)\(\s*)?\[\s*(?:['\"]?{NUMBER}['\"]?(?:\s*,\s*|\s+))*['\"]?{NUMBER}['\"]?\s*\]"
+             r"(?:\s*,\s*\w+\s*=\s*[\w.'\":]+)*\)?")
+PRINTED_ARRAY = re.compile(r"\b(?:tensor|array)\(\[")
+# a list of numbers printed over several lines (torch and numpy wrap an array at 75-80 columns), to join into one line:
+# brackets holding numbers, separators and line breaks alone
+WRAPPED_ARRAY = re.compile(r"(?:\b(?:tensor|array)\()?\[[\d.eE+\-,\s'\"naif]*\n[\d.eE+\-,\s'\"naif]*\]")
 # a value may be a count of a total ("3/8") or a percentage ("1.2%", prime-rl's truncation): read as the share
 LOOP_VALUE = rf"({LOOP_LIST}|{NUMBER}(?:/\d+|%)?)(?![\w.])"
 LOOP_PAIR = re.compile(rf"(?<![\w/.])([A-Za-z_][\w/.]*)\s*=\s*{LOOP_VALUE}")
@@ -137,7 +145,7 @@ STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy"
 
 
 def looks_like_console(text: str) -> bool:
-    text = _dicts_on_one_line(plain_text(text)[0])
+    text = _dicts_on_one_line(_arrays_on_one_line(plain_text(text)[0]))
     if PRINTED_DICT.search(text) or VERL_STEP.search(text) or has_progress_table(text):
         return True
     lines = without_progress_bars(text)[0].splitlines()
@@ -159,7 +167,7 @@ def console_log(text: str, source: str, logging_steps: int | None = None,
     """The run a console's text logged; ``nothing`` says what the text is where it holds no step."""
     log = RunLog(source=source, kind="console")
     text, taken_off = plain_text(text)
-    text = _dicts_on_one_line(text)
+    text = _dicts_on_one_line(_arrays_on_one_line(text))
     if not _read_verl(text, log):
         _read_trainer_dicts(text, log, logging_steps)
     if not log.series and not log.nonfinite:
@@ -182,6 +190,11 @@ def console_log(text: str, source: str, logging_steps: int | None = None,
     if taken_off:
         log.said.append(f"read without {taken_off}")
     return non_empty(log.sort())
+
+
+def _arrays_on_one_line(text: str) -> str:
+    """The text with each list of numbers printed over several lines joined into its first line."""
+    return WRAPPED_ARRAY.sub(lambda found: re.sub(r"\s*\n\s*", " ", found.group(0)), text)
 
 
 def _dicts_on_one_line(text: str) -> str:
@@ -379,11 +392,16 @@ def _loop_step(line: str, pairs_start: int) -> int | None:
     return max(counts)[1] if counts else None
 
 
+def _is_list(value: str) -> bool:
+    """A value LOOP_VALUE matched is a list (or a printed array), not one number."""
+    return value.startswith("[") or bool(PRINTED_ARRAY.match(value))
+
+
 def _loop_value(text: str) -> list[float]:
-    """The numbers a value LOOP_VALUE matched holds: a list's, a count over its total as the share, or one number
-    (values.number reads a percentage as its share)."""
-    if text.startswith("["):
-        return [float(found) for found in re.findall(NUMBER, text)]
+    """The numbers a value LOOP_VALUE matched holds: a list's (inside its brackets: not an array's device), a count
+    over its total as the share, or one number (values.number reads a percentage as its share)."""
+    if _is_list(text):
+        return [float(found) for found in re.findall(NUMBER, text[text.index("["):text.rindex("]")])]
     count, _, total = text.partition("/")
     if total:
         return [float(count) / float(total) if float(total) else float(count)]
@@ -394,6 +412,12 @@ def _loop_value(text: str) -> list[float]:
 
 def _read_loop_lines(text: str, log: RunLog) -> None:
     lines = [found for found in map(_loop_line, re.split(r"[\r\n]+", text)) if found]
+    _add_pairs(lines, log)
+
+
+def _add_pairs(lines: list[tuple[int, list[tuple[str, list[float]]]]], log: RunLog) -> None:
+    """Each (step, pairs) a loop printed: a value's mean, and where it is a list of rewards, its spread and (where every
+    such list of the log is a group's: GROUP_LIST_MAX) whether the group tied."""
     reward_lists = [values for _, pairs in lines for key, values in pairs
                     if hand_written(key) == "reward" and len(values) > 1]
     groups = bool(reward_lists) and max(map(len, reward_lists)) <= GROUP_LIST_MAX
@@ -448,7 +472,7 @@ def _step_blocks(lines: list[str]) -> list[tuple[int, dict[str, float]]]:
         if grid := _grid_pairs(_table_cells(line)) if any(bar in line for bar in TABLE_BARS) else []:
             for name, value in grid:
                 quantities.setdefault(prefix + name, []).append(value)
-        elif (found := BLOCK_QUANTITY.match(line)) and not found.group(2).startswith("["):
+        elif (found := BLOCK_QUANTITY.match(line)) and not _is_list(found.group(2)):
             quantities.setdefault(prefix + loop_key(found.group(1)), []).extend(_loop_value(found.group(2)))
         elif found := BLOCK_STATISTICS.match(line):
             for name, value in re.findall(rf"([A-Za-z]\w*)\s*=\s*({NUMBER})", found.group(2)):
@@ -477,10 +501,11 @@ def _read_stepless_lines(text: str, log: RunLog) -> None:
     1, 2, ... (the first may not be the run's step 1: STEPS_ASSUMED)."""
     rows = _stepless_rows(re.split(r"[\r\n]+", text))
     steps = 0
+    numbered = []
     for pairs, training in rows:
         steps += training
-        for key, values in pairs:
-            log.add(key, max(steps, 1), statistics.fmean(values))
+        numbered.append((max(steps, 1), pairs))
+    _add_pairs(numbered, log)
     if rows:
         log.params[STEPS_ASSUMED] = "1"
         log.said.append(f"the loop prints {', '.join(key for key, _ in rows[0][0])} without a step: its {steps} such "
