@@ -223,6 +223,21 @@ def test_readings_that_are_expected_behaviour_are_named():
     assert "reward weights arith_correct 1, arith_format 0.1 (inferred" in " ".join(report.assumed)
 
 
+def test_what_a_hand_written_loop_does_not_print_says_nothing_of_its_settings():
+    """TRL logs kl only with a KL term and sampling/* only with vLLM's correction, so their absence from its log tells
+    the setting; a hand-written loop prints what its author chose: a loop without a kl line is not said to train at
+    beta 0, and a hypothesis about the KL term stays open on it."""
+    from hypotrack.triage.runlog import HAND_WRITTEN
+
+    log = RunLog("x", "console", params={HAND_WRITTEN: "1"})
+    for step in range(1, 31):
+        log.add("reward", step, 0.5 + 0.01 * (step % 5))
+    report = triage_log(log, _hypotheses())
+    assert not any("beta 0" in said or "sampling/*" in said for said in report.expected), report.expected
+    assert report.requirements["kl_term"].met is None and "says nothing" in report.requirements["kl_term"].why
+    assert not next(e for e in report.ranking if e.id == "h03").not_applicable
+
+
 # --------------------------------------------------------------------------- the registry, status, show, next
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from hypotrack.definitions.vocabulary import SEQUENCE_IMPORTANCE_MODES
 
-from .runlog import RunLog
+from .runlog import HAND_WRITTEN, RunLog
 
 # |loss| at or below this at every step reads as "a GRPO loss of 0" (the policy term's value is the
 # advantage-weighted ratio, zero in expectation; what is left is the token-weighting of lengths).
@@ -33,8 +33,14 @@ def _kl_all_zero(log: RunLog) -> str | None:
             "has no KL term. Expected; a hypothesis about the KL term does not apply to this run.")
 
 
+def _trl_would_log(log: RunLog) -> bool:
+    """Whether a quantity TRL logs only under some setting tells the setting by being absent: where TRL (or a
+    trainer logging as it does) wrote the log, not a hand-written loop, which prints what its author chose."""
+    return "reward" in log.series and not log.params.get(HAND_WRITTEN)
+
+
 def _kl_not_logged(log: RunLog) -> str | None:
-    if "kl" in log.series or "reward" not in log.series:
+    if "kl" in log.series or not _trl_would_log(log):
         return None
     return ("kl is not logged: TRL logs it only when the loss has a KL term (beta > 0), so this run trains with "
             "beta 0, as many GRPO recipes do. Expected; a hypothesis about the KL term does not apply to it.")
@@ -71,7 +77,7 @@ def _grad_zero_when_all_tied(log: RunLog) -> str | None:
 
 
 def _no_sampling_metrics(log: RunLog) -> str | None:
-    if any(name.startswith("sampling/") for name in log.series) or "reward" not in log.series:
+    if any(name.startswith("sampling/") for name in log.series) or not _trl_would_log(log):
         return None
     return ("sampling/* are not logged: TRL logs the gap between the generator's and the trainer's logprobs only "
             "when vLLM generates with importance-sampling correction. Expected without vLLM; the run cannot show "
@@ -79,7 +85,7 @@ def _no_sampling_metrics(log: RunLog) -> str | None:
 
 
 def _no_entropy_bonus(log: RunLog) -> str | None:
-    if "entropy_coef" in log.series or "entropy" not in log.series:
+    if "entropy_coef" in log.series or "entropy" not in log.series or log.params.get(HAND_WRITTEN):
         return None
     return ("entropy_coef is not logged: TRL logs it only when an entropy bonus is on (entropy_coef != 0), so this "
             "run has none. Expected.")
@@ -116,8 +122,11 @@ def requirements(log: RunLog, reward_functions: list[str]) -> dict[str, Requirem
                                             "log it at beta 0: the loss has no KL term")
     elif kl:
         out["kl_term"] = Requirement(True, "kl is logged")
-    elif "reward" in log.series:
+    elif _trl_would_log(log):
         out["kl_term"] = Requirement(False, "kl is not logged, so beta is 0")
+    elif "reward" in log.series:
+        out["kl_term"] = Requirement(None, "the loop does not print a kl, which says nothing of whether its loss "
+                                           "has a KL term")
     else:
         out["kl_term"] = Requirement(None, "neither beta nor kl is known")
     if reward_functions:
@@ -154,7 +163,7 @@ def _sequence_importance_sampling(log: RunLog) -> Requirement:
     if "sampling/importance_sampling_ratio/mean" in log.series:
         return Requirement(None, "TRL logged importance ratios, but the logs do not say whether it weighed whole "
                                  "completions (vllm_importance_sampling_mode)")
-    if "reward" in log.series:
+    if _trl_would_log(log):
         return Requirement(False, "no sampling/importance_sampling_ratio is logged: TRL applied no vLLM importance "
                                   "weight")
     return Requirement(None, "the logs do not say whether vLLM generated")
