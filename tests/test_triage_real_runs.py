@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from real_run_support import PROJECT, corpus_entries, log_folder, log_source
-from tools.real_run_robustness import every_other_row, pairs_averaged
+from tools.real_run_robustness import every_other_row, functions_unnamed, pairs_averaged
 
 from hypotrack.triage.api import triage, triage_log
 from hypotrack.triage.derived import add_derived
@@ -278,6 +278,31 @@ def test_6_the_report_says_when_another_task_reward_would_change_the_suspects(hy
     other = triage(str(corpus("unslothgrpo__ckpt250")), hypotheses, task_reward="soft_format_reward_func")
     differs = [e.id for e in other.ranking if e.evidence >= 0.5] != [e.id for e in report.ranking if e.evidence >= 0.5]
     assert differs == any(said.startswith("with soft_format_reward_func as the task reward") for said in report.assumed)
+
+
+def test_6_with_names_that_say_nothing_the_task_reward_is_the_one_furthest_below_its_best():
+    """phi4-reasoning's five rewards (willccbb's: correctness, a digits-only int reward, soft and strict format, xml
+    counts), equally weighted, with names that say nothing of their role (rewards/func_1/mean, ...), as a user's
+    reward_fn_1 names them: the format checks are soon met or never met, the answer's check scores furthest below its
+    own best on average, and is the task's; the sort order of the names (alphabetical in trainer_state.json) decides
+    nothing."""
+    log = canonical(functions_unnamed(read_source(str(corpus("phi4reasoning__phi4_14b_gsm8k_a100"))))).log
+    named = canonical(read_source(str(corpus("phi4reasoning__phi4_14b_gsm8k_a100")))).log
+    functions = reward_functions(log)
+    task, why = default_task(log, functions, dict.fromkeys(functions, 1.0))
+    correctness = reward_functions(named).index("correctness_reward_func")
+    assert task == functions[correctness] and "furthest below its own best" in why, why
+    assert correctness != 0  # not the first listed
+
+
+def test_6_a_reward_function_that_scores_0_at_every_step_keeps_the_default_weight():
+    """ToN's GUI agent: its accuracy reward scores 0 at every step, so TRL's reward is its format reward's mean by
+    itself. That pins the format reward's weight (1), not the accuracy's: whatever weight it has adds nothing, so it
+    keeps TRL's default, 1, and is not read as a metric logged at weight 0."""
+    log = canonical(read_source(str(corpus("ton__gui_agent_qwen25vl_accuracy_evvobjd4")))).log
+    roles = assign_roles(log, reward_functions(log), None)
+    assert roles.weights == {"accuracy_reward": 1.0, "format_reward": 1.0}, roles.weights
+    assert roles.task == "accuracy_reward"
 
 
 def test_7_an_isolated_nan_is_a_skipped_step_not_a_divergence():

@@ -6,9 +6,11 @@ names (`--task-reward`), else the one the names and the logs point at (task_cand
 says correctness (accuracy, correct, answer, solved, ...) and no shaping word (format, length, penalty,
 xml, ...), never a penalty that is at most 0 by design nor a function that scores every completion alike (unless
 its name says correctness and no other's does: then it is the task's reward never paying);
-then the heaviest of those left, then the first listed. The weights come from the run's params
-(`reward_weights`, which TRL's MLflow callback logs), else from the logs themselves: TRL's `reward`
-is the weighted sum of the functions' means at every step, so least squares recovers the weights.
+then the heaviest of those left, then of equal weights the one that scores furthest below its own best step on
+average (a format is soon met, or never: a check of the answer is what a run climbs), then the first listed. The
+weights come from the run's params (`reward_weights`, which TRL's MLflow callback logs), else from the logs
+themselves: TRL's `reward` is the weighted sum of the functions' means at every step, so least squares recovers the
+weights (a function that scores 0 at every step keeps TRL's default, 1: no fit can tell its weight).
 Every assumption is said in words, for the report.
 """
 
@@ -89,7 +91,20 @@ def default_task(log: RunLog, functions: list[str], weights: dict[str, float]) -
         return ranked[0], f"{why}{hint}"
     if abs(weights[ranked[0]]) > abs(weights[ranked[1]]):
         return ranked[0], f"{why}, and the largest weight among them{hint}"
+    heaviest = [f for f in ranked if abs(weights[f]) == abs(weights[ranked[0]])]
+    shares = {f: share for f in heaviest if (share := _share_of_best(log, f)) is not None}
+    if len(shares) > 1 and len(set(shares.values())) > 1:
+        hardest = min(shares, key=lambda f: shares[f])
+        return hardest, (f"{why}, and of them the one that scores furthest below its own best ({shares[hardest]:.0%} "
+                         "of it on average, as a check of the answer does while a format is soon met){hint}")
     return ranked[0], f"{why}, the first of them listed{hint}"
+
+
+def _share_of_best(log: RunLog, func: str) -> float | None:
+    """A function's mean over the logged steps as a share of its best step's mean, where that is above 0 (one that
+    never pays may be a check of the answer never met or a format never met: nothing tells which)."""
+    means = [v for _, v in log.series.get(f"rewards/{func}/mean", [])]
+    return sum(means) / len(means) / max(means) if means and max(means) > 0 else None
 
 
 def _words_of(name: str) -> list[str]:
@@ -203,10 +218,11 @@ def _inferred_weights(log: RunLog, functions: list[str]) -> dict[str, float] | N
     if solution is None:
         # The functions move together (a combined reward logged beside the parts it adds up): one that is TRL's reward
         # at every step by itself pins the weights, and the rest are metrics logged at weight 0.
+        # A function that scores 0 at every step adds nothing whatever its weight: it keeps TRL's default, 1.
         whole = [i for i in range(n) if max(abs(row[i] - t) for row, t in zip(rows, target)) <= tolerance]
         if len(whole) != 1:
             return None
-        solution = [float(i == whole[0]) for i in range(n)]
+        solution = [float(i == whole[0] or not any(row[i] for row in rows)) for i in range(n)]
     error = max(abs(sum(w * x for w, x in zip(solution, row)) - t) for row, t in zip(rows, target))
     if error > tolerance:
         return None

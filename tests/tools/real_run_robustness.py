@@ -9,6 +9,11 @@ between users, each scored as real_run_accuracy.py scores the runs as logged:
   its metrics over a logging interval);
 - cut at 60%: the run stopped early, or a copy taken while it trained (its label may then no longer hold: a run that
   learned late was flat at 60%).
+- from 40% on: the log of a run resumed from a checkpoint, or a tracker's view that starts late (its label may no
+  longer hold either: a run that learned early is level after 40%, and what a signature reads against the run's
+  start is gone);
+- reward functions unnamed: the same run with reward functions whose names say nothing of their role
+  (rewards/func_1/mean, ...), as a user's reward_fn_1 names them: what decides the task reward without names.
 
 A reading that flips between copies of one run is a reading of its noise, not of the run: where false suspects rise
 under these copies, a threshold sits on a noisy statistic. Only the fit half is read (the holdout half is not tuned
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import re
 import statistics
 import sys
 from collections.abc import Callable
@@ -38,6 +44,7 @@ from hypotrack.triage.runlog import RunLog
 from hypotrack.triage.sources import read_source
 
 CUT_SHARE = 0.6
+RESUMED_SHARE = 0.4
 
 
 def _steps(log: RunLog) -> list[int]:
@@ -75,9 +82,32 @@ def cut_short(log: RunLog) -> RunLog:
     return _kept(log, set(steps[: max(1, int(len(steps) * CUT_SHARE))]))
 
 
+def resumed(log: RunLog) -> RunLog:
+    steps = _steps(log)
+    return _kept(log, set(steps[int(len(steps) * RESUMED_SHARE):]))
+
+
+def functions_unnamed(log: RunLog) -> RunLog:
+    """The reward functions under names that say nothing of their role (rewards/func_1/mean, ...), in the order the
+    log lists them."""
+    numbered: dict[str, str] = {}
+    copied = copy.deepcopy(log)
+    for table in ("series", "nonfinite"):
+        renamed = {}
+        for name, points in getattr(log, table).items():
+            found = re.search(r"(?<![^/])rewards/([^/]+)", name)
+            if found and found.group(1) not in ("mean", "std"):
+                numbered.setdefault(found.group(1), f"func_{len(numbered) + 1}")
+                name = name[:found.start(1)] + numbered[found.group(1)] + name[found.end(1):]
+            renamed[name] = points
+        setattr(copied, table, renamed)
+    return copied
+
+
 COPIES: dict[str, Callable[[RunLog], RunLog]] = {
     "as logged": lambda log: log, "every other row": every_other_row, "pairs averaged": pairs_averaged,
-    f"cut at {CUT_SHARE:.0%}": cut_short,
+    f"cut at {CUT_SHARE:.0%}": cut_short, f"from {RESUMED_SHARE:.0%} on": resumed,
+    "reward functions unnamed": functions_unnamed,
 }
 
 
