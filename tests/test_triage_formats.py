@@ -686,6 +686,18 @@ def test_a_loops_per_function_rewards_beside_their_total_are_its_reward_function
     assert canonical_name("eval_answer_reward") is None  # an evaluation pass's, read as the held-out score
 
 
+def test_a_loops_share_of_completions_a_check_scored_right_is_that_checks_reward():
+    """A loop that logs answer_accuracy, format_accuracy or a pass rate beside its reward logs what each check scored:
+    a reward function's mean, named for its check (roles.py reads the answer's as the task's); a count, a share of
+    groups, a length or an evaluation's score is none."""
+    assert canonical_name("answer_accuracy") == canonical_name("train_answer_accuracy") == "rewards/answer_accuracy/mean"
+    assert canonical_name("format_accuracy") == "rewards/format_accuracy/mean"
+    assert canonical_name("canonical_pass_rate") == "rewards/canonical_pass_rate/mean"
+    assert canonical_name("train_success") == "rewards/success/mean"
+    for other in ("num_correct", "all_correct_group_ratio", "correct_seq_len", "val_accuracy", "eval_accuracy"):
+        assert canonical_name(other) is None, other
+
+
 def test_a_loops_csv_keyed_by_its_update_count_is_read_with_its_names(tmp_path):
     """A pipeline's per-update CSV: the `update` column is the step; its zero-advantage group share is TRL's tied
     share, its truncation rate the clipped share, and its policy_entropy_mean and grpo_loss the entropy and loss."""

@@ -305,6 +305,15 @@ def test_6_a_reward_function_that_scores_0_at_every_step_keeps_the_default_weigh
     assert roles.task == "accuracy_reward"
 
 
+def test_6_a_pass_rate_a_loop_logs_beside_its_reward_is_the_task_reward(hypotheses):
+    """pvgrpo's own pipeline around TRL logs reward_mean (a shaped reward) beside canonical_pass_rate and
+    format_accuracy (seed 123: pass rate 0.14 -> 0.08 -> 0.16 -> 0.30 by quarter; the authors: "scientific_success").
+    The pass rate is the task's reward, and the run reads as learning, as it did."""
+    report = triage(str(corpus("pvgrpo__grpo_formal_seed123")), hypotheses)
+    assert report.assumed[0].startswith("task reward: canonical_pass_rate (its name says it scores correctness")
+    assert report.progress.state == "learning", report.progress.sentence()
+
+
 def test_7_an_isolated_nan_is_a_skipped_step_not_a_divergence():
     """Wordle at 5e-3: grad_norm inf at step 10 only (finite at the 14 steps after)."""
     log = read_source(str(corpus("wordle__tb_1767712816_lr5e-3")))

@@ -131,7 +131,7 @@ ADVANTAGE_STD = "advantages/std"
 HAND_WRITTEN_QUANTITIES = {
     "reward": "reward", "kl": "kl", "entropy": "entropy", "grad_norm": "grad_norm", "loss": "loss",
     "accuracy": "rewards/accuracy/mean", "acc": "rewards/accuracy/mean", "correct": "rewards/correct/mean",
-    "correctness": "rewards/correctness/mean",
+    "correctness": "rewards/correctness/mean", "success": "rewards/success/mean",
     "kl_ref": "kl", "kl_divergence": "kl",  # the KL to the reference, as MiniMind-style and other loops name it
     "response_len": "completions/mean_length", "len": "completions/mean_length",
     "completion_length": "completions/mean_length",
@@ -162,6 +162,12 @@ TOTAL_REWARD_WORDS = frozenset({"total", "raw", "combined", "overall", "training
 HAND_WRITTEN_WRAPPERS = (("train_", ""), ("rollout_", ""), ("grpo_", ""), ("rl_", ""), ("actor_", ""), ("policy_", ""),
                          ("avg_", ""), ("average_", ""), ("mean_", ""), ("", "_avg"), ("", "_mean"))
 PLURALS = {"rewards": "reward", "accuracies": "accuracy"}
+# ... and the share of completions a check scored right, under the check's name (answer_accuracy, format_accuracy,
+# task_success): a reward function's mean, whose name says what it checks (roles.py reads the answer's as the task's).
+# Not a count (num_correct), nor a share of groups or a length (all_correct_group_ratio, correct_seq_len: their last
+# word is another).
+SCORED_SHARE = re.compile(r"^[a-z][a-z0-9_]*_(?:accuracy|acc|correct|correctness|success|success_rate|pass_rate)$")
+COUNT_PREFIXES = ("num_", "n_", "total_", "count_")
 # Keys whose quantity TRL logs in another form: the key -> (TRL's name, the conversion). Tinker logs the share of
 # groups whose completions scored differently (frac_mixed); TRL the share whose rewards all tied.
 CONVERTED = {
@@ -270,7 +276,10 @@ def hand_written(name: str) -> str | None:
     if function and function.group(1) not in NOT_REWARD_FUNCTIONS:
         return f"rewards/{function.group(1)}/mean"
     # a quantity another trainer names as the loop wrapped it (avg_token_entropy: token_entropy, the entropy)
-    return HAND_WRITTEN_QUANTITIES.get(bare) or OTHER_TRAINERS.get(bare)
+    known = HAND_WRITTEN_QUANTITIES.get(bare) or OTHER_TRAINERS.get(bare)
+    if known is None and (scored := SCORED_SHARE.match(bare)) and not bare.startswith(COUNT_PREFIXES):
+        return f"rewards/{scored.group(0)}/mean"
+    return known
 
 
 @dataclass
