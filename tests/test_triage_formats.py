@@ -698,6 +698,19 @@ def test_a_loops_share_of_completions_a_check_scored_right_is_that_checks_reward
         assert canonical_name(other) is None, other
 
 
+
+def test_a_loops_names_for_the_kl_estimator_the_completion_length_and_the_groups_that_varied():
+    """kl_k3 (the k3 estimator of the KL to the reference, TRL's own), completion_mean_length and resp_len are TRL's
+    kl and completions/mean_length; a share of groups whose rewards varied is one minus TRL's tied share."""
+    assert canonical_name("kl_k3") == "kl"
+    assert canonical_name("completion_mean_length") == canonical_name("resp_len") == "completions/mean_length"
+    log = RunLog("loop", "jsonl")
+    for step, varied in enumerate((1.0, 0.75, 0.25), start=1):
+        log.add("variable_group_rate", step, varied)
+        log.add("nonzero_variance_group_fraction", step, varied)
+    assert canonical(log).log.series["frac_reward_zero_std"] == [(1, 0.0), (2, 0.25), (3, 0.75)]
+
+
 def test_a_loops_csv_keyed_by_its_update_count_is_read_with_its_names(tmp_path):
     """A pipeline's per-update CSV: the `update` column is the step; its zero-advantage group share is TRL's tied
     share, its truncation rate the clipped share, and its policy_entropy_mean and grpo_loss the entropy and loss."""

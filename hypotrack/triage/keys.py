@@ -143,7 +143,9 @@ HAND_WRITTEN_QUANTITIES = {
     "frac_zero_std": "frac_reward_zero_std", "zero_std_frac": "frac_reward_zero_std",
     "zero_std_ratio": "frac_reward_zero_std", "zero_std_fraction": "frac_reward_zero_std",
     "generation_length": "completions/mean_length", "gen_length": "completions/mean_length",
-    "gen_len": "completions/mean_length",
+    "gen_len": "completions/mean_length", "resp_len": "completions/mean_length",
+    "completion_mean_length": "completions/mean_length",
+    "kl_k3": "kl",  # the k3 estimator of the KL to the reference, TRL's own
     "truncation": "completions/clipped_ratio",  # the share cut at the budget (a loop's "truncated" may be a count)
 }
 # A loop that logs each reward function's score beside the total names it <function>_reward (format_reward,
@@ -174,6 +176,9 @@ CONVERTED = {
     "env/all/by_group/frac_mixed": ("frac_reward_zero_std", lambda share: 1.0 - share),
     # and the share of completions that ended in an end-of-sequence token: the rest ran into the token budget
     "env/all/format_eos": ("completions/clipped_ratio", lambda share: 1.0 - share),
+    # and a loop's share of groups whose rewards varied (not every completion scored the same)
+    "variable_group_rate": ("frac_reward_zero_std", lambda share: 1.0 - share),
+    "nonzero_variance_group_fraction": ("frac_reward_zero_std", lambda share: 1.0 - share),
     # slime's, EasyR1's and older verl's entropy_loss is the token entropy itself; others log the loss term, minus
     # the entropy: its size is the entropy either way
     "entropy_loss": ("entropy", abs),
