@@ -687,11 +687,12 @@ def test_a_loops_per_function_rewards_beside_their_total_are_its_reward_function
 
 
 def test_a_loops_share_of_completions_a_check_scored_right_is_that_checks_reward():
-    """A loop that logs answer_accuracy, format_accuracy or a pass rate beside its reward logs what each check scored:
-    a reward function's mean, named for its check (roles.py reads the answer's as the task's); a count, a share of
-    groups, a length or an evaluation's score is none."""
+    """A loop that logs answer_accuracy or a pass rate beside its reward logs what its check of the answer scored: a
+    reward function's mean, named for its check (roles.py reads it as the task's); a count, a share of groups, a
+    length, an evaluation's score or a check of the answer's form (format_accuracy: logged alone beside the total, it
+    would be taken for the task's) is none."""
     assert canonical_name("answer_accuracy") == canonical_name("train_answer_accuracy") == "rewards/answer_accuracy/mean"
-    assert canonical_name("format_accuracy") == "rewards/format_accuracy/mean"
+    assert canonical_name("format_accuracy") is None
     assert canonical_name("canonical_pass_rate") == "rewards/canonical_pass_rate/mean"
     assert canonical_name("train_success") == "rewards/success/mean"
     for other in ("num_correct", "all_correct_group_ratio", "correct_seq_len", "val_accuracy", "eval_accuracy"):

@@ -7,7 +7,7 @@ evaluation passes under a split in front of the key (TRL's `eval_reward`, `eval_
 TensorBoard's `eval/reward`; a loop's `eval/pass_at_1`, `val/accuracy`, `test/env/all/pass_rate`).
 
 The key read is, in this order: the evaluation mean of the run's task reward function (roles.py chose it);
-else a key whose name says it scores correctness (roles.CORRECTNESS_WORDS: accuracy, correct, pass, exact
+else a key whose name says it scores correctness (keys.CORRECTNESS_WORDS: accuracy, correct, pass, exact
 match, success, ...); else the evaluation's reward. A key whose name says it measures something else (a loss,
 a length, a format, a KL, a spread, a count, a time) is never read as the score.
 """
@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .keys import EVAL_PREFIXES, evaluation_body
-from .roles import CORRECTNESS_WORDS, SHAPING_WORDS, name_says
+from .keys import CORRECTNESS_WORDS, EVAL_PREFIXES, SHAPING_WORDS, evaluation_body, name_says
 from .runlog import RunLog
 
-# Words that say an evaluation key measures something other than how well the task is done (roles.name_says: a stem
+# Words that say an evaluation key measures something other than how well the task is done (keys.name_says: a stem
 # of three letters or fewer is a whole word, a longer one starts a word).
 NOT_A_SCORE = ("loss", "runtime", "second", "length", "len", "token", "kl", "entropy", "clip", "std", "temperature",
                "top", "step", "frac", "num", "n", "count", "turn", "episode", "rubric", "sample", "lr", "time", "max",

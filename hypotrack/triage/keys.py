@@ -164,10 +164,18 @@ TOTAL_REWARD_WORDS = frozenset({"total", "raw", "combined", "overall", "training
 HAND_WRITTEN_WRAPPERS = (("train_", ""), ("rollout_", ""), ("grpo_", ""), ("rl_", ""), ("actor_", ""), ("policy_", ""),
                          ("avg_", ""), ("average_", ""), ("mean_", ""), ("", "_avg"), ("", "_mean"))
 PLURALS = {"rewards": "reward", "accuracies": "accuracy"}
-# ... and the share of completions a check scored right, under the check's name (answer_accuracy, format_accuracy,
-# task_success): a reward function's mean, whose name says what it checks (roles.py reads the answer's as the task's).
-# Not a count (num_correct), nor a share of groups or a length (all_correct_group_ratio, correct_seq_len: their last
-# word is another).
+# Name stems that say a reward function scores correctness, and ones that say it shapes the answer instead (roles.py
+# chooses the task reward by them, heldout.py the held-out score).
+CORRECTNESS_WORDS = ("accura", "correct", "answer", "solve", "success", "pass", "exact", "match", "equal", "verif",
+                     "win", "execution", "exec", "result", "acc", "em", "task", "score", "judge", "grade")
+SHAPING_WORDS = ("format", "fmt", "length", "len", "penalt", "style", "xml", "tag", "think", "soft", "strict",
+                 "repetit", "repeat", "count", "lang", "cosine", "int", "digit", "divers", "overlong", "structure",
+                 "brev", "concise", "reason", "markdown", "json", "syntax", "kl", "entropy", "valid")
+# ... and the share of completions a check of the answer scored right, under the check's name (answer_accuracy,
+# task_success, canonical_pass_rate): a reward function's mean (roles.py reads it as the task's by its name). Not a
+# count (num_correct), nor a share of groups or a length (all_correct_group_ratio, correct_seq_len: their last word is
+# another), nor a check of the answer's form (format_accuracy, whose name says it shapes): a loop that logs one beside
+# its total reward would have it taken for the task's, the only function logged.
 SCORED_SHARE = re.compile(r"^[a-z][a-z0-9_]*_(?:accuracy|acc|correct|correctness|success|success_rate|pass_rate)$")
 COUNT_PREFIXES = ("num_", "n_", "total_", "count_")
 # Keys whose quantity TRL logs in another form: the key -> (TRL's name, the conversion). Tinker logs the share of
@@ -282,9 +290,19 @@ def hand_written(name: str) -> str | None:
         return f"rewards/{function.group(1)}/mean"
     # a quantity another trainer names as the loop wrapped it (avg_token_entropy: token_entropy, the entropy)
     known = HAND_WRITTEN_QUANTITIES.get(bare) or OTHER_TRAINERS.get(bare)
-    if known is None and (scored := SCORED_SHARE.match(bare)) and not bare.startswith(COUNT_PREFIXES):
+    if (known is None and (scored := SCORED_SHARE.match(bare)) and not bare.startswith(COUNT_PREFIXES)
+            and not name_says(bare, SHAPING_WORDS)):
         return f"rewards/{scored.group(0)}/mean"
     return known
+
+
+def _words_of(name: str) -> list[str]:
+    return [w for w in re.split(r"[^a-z0-9]+", loop_key(name)) if w]
+
+
+def name_says(name: str, stems: tuple[str, ...]) -> bool:
+    """A word of the name is a stem of three letters or fewer, or starts with a longer one."""
+    return any(word == stem or (len(stem) > 3 and word.startswith(stem)) for word in _words_of(name) for stem in stems)
 
 
 @dataclass

@@ -17,20 +17,13 @@ Every assumption is said in words, for the report.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 
 from hypotrack.errors import HypotrackError
 
-from .keys import loop_key
+from .keys import CORRECTNESS_WORDS, SHAPING_WORDS, name_says
 from .runlog import RunLog
 
-# Name stems that say a reward function scores correctness, and ones that say it shapes the answer instead.
-CORRECTNESS_WORDS = ("accura", "correct", "answer", "solve", "success", "pass", "exact", "match", "equal", "verif",
-                     "win", "execution", "exec", "result", "acc", "em", "task", "score", "judge", "grade")
-SHAPING_WORDS = ("format", "fmt", "length", "len", "penalt", "style", "xml", "tag", "think", "soft", "strict",
-                 "repetit", "repeat", "count", "lang", "cosine", "int", "digit", "divers", "overlong", "structure",
-                 "brev", "concise", "reason", "markdown", "json", "syntax", "kl", "entropy", "valid")
 # The weighted sum must reproduce TRL's reward this closely (float32 means) for inferred weights to be used.
 FIT_TOLERANCE = 1e-3
 
@@ -105,15 +98,6 @@ def _share_of_best(log: RunLog, func: str) -> float | None:
     never pays may be a check of the answer never met or a format never met: nothing tells which)."""
     means = [v for _, v in log.series.get(f"rewards/{func}/mean", [])]
     return sum(means) / len(means) / max(means) if means and max(means) > 0 else None
-
-
-def _words_of(name: str) -> list[str]:
-    return [w for w in re.split(r"[^a-z0-9]+", loop_key(name)) if w]
-
-
-def name_says(name: str, stems: tuple[str, ...]) -> bool:
-    """A word of the name is a stem of three letters or fewer, or starts with a longer one."""
-    return any(word == stem or (len(stem) > 3 and word.startswith(stem)) for word in _words_of(name) for stem in stems)
 
 
 def task_candidates(log: RunLog, functions: list[str]) -> tuple[list[str], str]:
