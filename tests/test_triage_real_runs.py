@@ -310,7 +310,7 @@ def test_6_a_pass_rate_a_loop_logs_beside_its_reward_is_the_task_reward(hypothes
     0.14 -> 0.08 -> 0.16 -> 0.30 by quarter; the authors: "scientific_success") and format_accuracy. The pass rate is
     the task's reward, and the run reads as learning, as it did."""
     report = triage(str(corpus("pvgrpo__grpo_formal_seed123")), hypotheses)
-    assert report.assumed[0].startswith("task reward: canonical_pass_rate (its name says it scores correctness")
+    assert report.assumed[0].startswith("task reward: canonical_pass_rate (the only reward function logged")
     assert report.progress.state == "learning", report.progress.sentence()
 
 
