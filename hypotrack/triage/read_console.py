@@ -85,8 +85,10 @@ LOOP_LIST = (rf"(?:(?:tensor|array)\(\s*)?\[\s*(?:['\"]?{NUMBER}['\"]?(?:\s*,\s*
              r"(?:\s*,\s*\w+\s*=\s*[\w.'\":]+)*\)?")
 PRINTED_ARRAY = re.compile(r"\b(?:tensor|array)\(\[")
 # a list of numbers printed over several lines (torch and numpy wrap an array at 75-80 columns), to join into one line:
-# brackets holding numbers, separators and line breaks alone
-WRAPPED_ARRAY = re.compile(r"(?:\b(?:tensor|array)\()?\[[\d.eE+\-,\s'\"naif]*\n[\d.eE+\-,\s'\"naif]*\]")
+# brackets holding numbers, separators and line breaks alone, read line by line (a pattern whose parts could each take
+# a line break would try every split of an unclosed bracket's lines: minutes on a long log)
+ARRAY_CHARACTERS = r"[\d.eE+\-, \t'\"naif]"
+WRAPPED_ARRAY = re.compile(rf"(?:\b(?:tensor|array)\()?\[(?:{ARRAY_CHARACTERS}*\r?\n)+{ARRAY_CHARACTERS}*\]")
 # a value may be a count of a total ("3/8") or a percentage ("1.2%", prime-rl's truncation): read as the share
 LOOP_VALUE = rf"({LOOP_LIST}|{NUMBER}(?:/\d+|%)?)(?![\w.])"
 LOOP_PAIR = re.compile(rf"(?<![\w/.])([A-Za-z_][\w/.]*)\s*=\s*{LOOP_VALUE}")
