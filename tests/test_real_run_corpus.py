@@ -32,10 +32,12 @@ NOT_READ_YET: dict[str, str] = {
     # step on the line, and a reader for it would be written on the holdout.
     "a5damek__grpo_train_loop": "a loop's 'Percentage of correct examples: x' per iteration, with no step on the line, "
                                 "among sample completions' 'Metrics: {...}' dicts (no steps)",
-    # (probaligned__grpo_console, a holdout log added with the corpus grown to 208 in a simple_GRPO-style loop's
-    # format, is read since triage reads rewards printed as torch and numpy print an array, wrapped or not: that
-    # reader was written from simple_GRPO's own print statement, which its users' logs all carry, and tested on arrays
-    # torch and numpy print, not on this log.)
+    # Two holdout logs added with the corpus grown to 208 (holdout_before_208.md) are read since, so their reading is
+    # no longer blind: axiomrl__mgrpo_ckpt10 since triage reads a loop's json.dump of its run (read_json_tables,
+    # written for every shape such a dump takes once this log had shown one was missing), and
+    # probaligned__grpo_console since triage reads rewards printed as torch and numpy print an array, wrapped or not
+    # (written from simple_GRPO's own print statement, which its users' logs carry, and tested on arrays torch and
+    # numpy print, not on this log).
 }
 
 

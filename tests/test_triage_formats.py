@@ -712,7 +712,6 @@ def test_a_loops_share_of_completions_a_check_scored_right_is_that_checks_reward
         assert canonical_name(other) is None, other
 
 
-
 def test_a_loops_names_for_the_kl_estimator_the_completion_length_and_the_groups_that_varied():
     """kl_k3 (the k3 estimator of the KL to the reference, TRL's own), completion_mean_length and resp_len are TRL's
     kl and completions/mean_length; a share of groups whose rewards varied is one minus TRL's tied share."""
