@@ -388,13 +388,14 @@ def _carry_out(trial: Trial, tmp: Path, cache: Path, obs: Observation, runners: 
             pending.remove(name)
             for pid in pids.values():
                 _track(pid)
-            held = run.runner_sig == signal.SIGKILL
-            if held:
+            # The run's workers are held still (SIGSTOP) from the step the signal is due at until it is sent, and let
+            # go after (SIGCONT; a signal sent to a stopped worker waits for it, except SIGKILL, which ends it): a seed
+            # whose policy collapses to empty completions trains all MAX_STEPS in about 2 s, while reading the stores
+            # below takes a second or more, and the signal would land on a worker that had finished.
+            _signal_all(pids.values(), signal.SIGSTOP)
+            if run.runner_sig == signal.SIGKILL:
                 # the runner logs what it read every 0.2 s: let it log a training step, so that there is something
-                # whose survival can be checked. Its workers are held still meanwhile (SIGSTOP, SIGCONT once the
-                # runner is killed): a seed whose policy collapses to empty completions trains all MAX_STEPS in
-                # about 2 s, and would finish before the runner logged its first step.
-                _signal_all(pids.values(), signal.SIGSTOP)
+                # whose survival can be checked
                 _wait_until(lambda run=run: _logged_steps(tmp, run) >= 1, 20, 0.1)
             obs.before |= metric_points(tmp)
             if trial.mode == "double":
@@ -402,14 +403,14 @@ def _carry_out(trial: Trial, tmp: Path, cache: Path, obs: Observation, runners: 
                 run.peer_running = bool(count) and count[0][0] >= 2
             if run.runner_sig is not None:
                 os.kill(run.pid, run.runner_sig)  # not yet waited for: at worst a zombie, never another process
-            if held:
-                # let them go: the SIGTERM the runner's death sends them (PR_SET_PDEATHSIG) stops them, as before
-                _signal_all(pids.values(), signal.SIGCONT)
             for arm, sig in run.victims.items():
                 try:
                     os.kill(pids[f"{arm}-seed0"], sig)
                 except ProcessLookupError:  # it ended first: the checks then find the arm finished or failed
                     obs.mark(f"{arm} worker of run {name} gone before its signal", t0)
+            # let them go: each takes the signal sent to it, or the SIGTERM a SIGKILLed runner's death sends it
+            # (PR_SET_PDEATHSIG), as it would have running
+            _signal_all(pids.values(), signal.SIGCONT)
             obs.mark(f"signal {name}", t0)
         if pending and time.time() > deadline:
             raise TimeoutError(f"runs {pending} did not reach step {step} in 300s")
