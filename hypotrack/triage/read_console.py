@@ -147,7 +147,7 @@ STEP_KEYS_ANY = ("loss", "reward", "grad_norm", "learning_rate", "kl", "entropy"
 
 
 def looks_like_console(text: str) -> bool:
-    text = _dicts_on_one_line(_arrays_on_one_line(plain_text(text)[0]))
+    text = _on_one_line(plain_text(text)[0])
     if PRINTED_DICT.search(text) or VERL_STEP.search(text) or has_progress_table(text):
         return True
     lines = without_progress_bars(text)[0].splitlines()
@@ -169,7 +169,7 @@ def console_log(text: str, source: str, logging_steps: int | None = None,
     """The run a console's text logged; ``nothing`` says what the text is where it holds no step."""
     log = RunLog(source=source, kind="console")
     text, taken_off = plain_text(text)
-    text = _dicts_on_one_line(_arrays_on_one_line(text))
+    text = _on_one_line(text)
     if not _read_verl(text, log):
         _read_trainer_dicts(text, log, logging_steps)
     if not log.series and not log.nonfinite:
@@ -192,6 +192,11 @@ def console_log(text: str, source: str, logging_steps: int | None = None,
     if taken_off:
         log.said.append(f"read without {taken_off}")
     return non_empty(log.sort())
+
+
+def _on_one_line(text: str) -> str:
+    """The text with each list of numbers and each dict printed over several lines joined into one line."""
+    return _dicts_on_one_line(_arrays_on_one_line(text))
 
 
 def _arrays_on_one_line(text: str) -> str:

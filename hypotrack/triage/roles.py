@@ -96,21 +96,22 @@ def default_task(log: RunLog, functions: list[str], weights: dict[str, float]) -
 def _share_of_best(log: RunLog, func: str) -> float | None:
     """A function's mean over the logged steps as a share of its best step's mean, where that is above 0 (one that
     never pays may be a check of the answer never met or a format never met: nothing tells which)."""
-    means = [v for _, v in log.series.get(f"rewards/{func}/mean", [])]
+    means = _logged(log, func, "mean")
     return sum(means) / len(means) / max(means) if means and max(means) > 0 else None
+
+
+def _logged(log: RunLog, func: str, statistic: str) -> list[float]:
+    """A reward function's logged mean or std at each step, in order."""
+    return [v for _, v in log.series.get(f"rewards/{func}/{statistic}", [])]
 
 
 def task_candidates(log: RunLog, functions: list[str]) -> tuple[list[str], str]:
     """The functions that may measure the task, and why: a penalty at most 0 by design, or a function that gives
     every completion the same score, is auxiliary; among the rest, names that say correctness come first."""
-    def means(func: str) -> list[float]:
-        return [v for _, v in log.series.get(f"rewards/{func}/mean", [])]
-
-    def stds(func: str) -> list[float]:
-        return [v for _, v in log.series.get(f"rewards/{func}/std", [])]
-
-    penalties = [f for f in functions if means(f) and max(means(f)) <= 0 < -min(means(f))]
-    constant = [f for f in functions if stds(f) and max(stds(f)) <= 1e-9 and f not in penalties]
+    means = {f: _logged(log, f, "mean") for f in functions}
+    stds = {f: _logged(log, f, "std") for f in functions}
+    penalties = [f for f in functions if means[f] and max(means[f]) <= 0 < -min(means[f])]
+    constant = [f for f in functions if stds[f] and max(stds[f]) <= 1e-9 and f not in penalties]
     left = [f for f in functions if f not in penalties and f not in constant] or list(functions)
     def says_correctness(func: str) -> bool:
         return name_says(func, CORRECTNESS_WORDS) and not name_says(func, SHAPING_WORDS)
