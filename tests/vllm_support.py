@@ -20,6 +20,11 @@ def selftest(tmp_path: Path, cache: Path, experiment: str, rows: tuple[str, ...]
     return json.loads(result.stdout)
 
 
+# h14 on a stale output head: the head is one tensor of the ~40 trained, so the gap it leaves between vLLM's logprobs
+# and the trainer's is about h14's line of 1e-3 a token after 4 steps (0.0011 and under it on two runs; a server's
+# sampling is not reproducible, so neither is the gap): either answer clears h14, which names no transform for it
+NOT_VALIDATED = ("inconclusive", "invalidated")
+
 # what each row decides on h06, h14 and h27, in either mode: each fault its own hypothesis, the clean run none; h27
 # (TRL's importance weights summed over long completions) is ruled out on every row of the arith toy: on 3-6-token
 # completions the weights that leave [0.8, 1.25] are the ones a stale generator's or a sampling transform's own gap
@@ -27,7 +32,7 @@ def selftest(tmp_path: Path, cache: Path, experiment: str, rows: tuple[str, ...]
 DECIDED = {"clean/h06": "invalidated", "clean/h14": "invalidated", "clean/h27": "invalidated",
            "generator_sync_skipped/h06": "validated", "generator_sync_skipped/h14": "inconclusive",
            "generator_sync_skipped/h27": "invalidated",
-           "generator_output_head_stale/h06": "validated", "generator_output_head_stale/h14": "inconclusive",
+           "generator_output_head_stale/h06": "validated", "generator_output_head_stale/h14": NOT_VALIDATED,
            "generator_output_head_stale/h27": "invalidated",
            "generator_precision_lowered/h06": "invalidated", "generator_precision_lowered/h14": "validated",
            "generator_precision_lowered/h27": "invalidated",
@@ -52,10 +57,13 @@ LONG_SERVER_DECIDED = {"clean/h06": "invalidated", "clean/h14": "invalidated", "
                        "generation_config_penalties/h27": "inconclusive"}
 
 
-def assert_decided(report: dict, rows: tuple[str, ...], decided: dict[str, str] = DECIDED) -> None:
+def assert_decided(report: dict, rows: tuple[str, ...], decided: dict[str, str | tuple[str, ...]] = DECIDED) -> None:
     assert report["failures"] == {}, report["failures"]
     statuses = {cell: value["status"] for cell, value in report["cells"].items()}
-    assert statuses == {cell: status for cell, status in decided.items() if cell.split("/")[0] in rows}, statuses
+    expected = {cell: status for cell, status in decided.items() if cell.split("/")[0] in rows}
+    assert statuses.keys() == expected.keys(), statuses
+    assert all(statuses[cell] in ((status,) if isinstance(status, str) else status)
+               for cell, status in expected.items()), statuses
 
 
 def arm_readings(outputs: Path, hypothesis: str, metric: str) -> dict[str, list[float]]:
