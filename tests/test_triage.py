@@ -238,6 +238,30 @@ def test_what_a_hand_written_loop_does_not_print_says_nothing_of_its_settings():
     assert not next(e for e in report.ranking if e.id == "h03").not_applicable
 
 
+def test_a_total_reward_under_a_loops_own_name_marks_the_log_a_loops():
+    """The file a run wrote does not say who wrote its numbers; the names do: TRL, any tracker's copy of its keys
+    (train/reward) and verl's or OpenRLHF's names are theirs, while avg_reward or rewards_mean is a loop's own."""
+    from hypotrack.triage.keys import canonical
+    from hypotrack.triage.runlog import HAND_WRITTEN
+
+    def read(*names: str) -> RunLog:
+        log = RunLog("x", "csv")
+        for step in range(1, 31):
+            for name in names:
+                log.add(name, step, 0.5 + 0.01 * (step % 5))
+        return canonical(log).log
+
+    for loops in (("avg_reward", "loss"), ("rewards_mean",), ("reward_mean", "kl")):
+        log = read(*loops)
+        assert log.params.get(HAND_WRITTEN) and "reward" in log.series, loops
+        report = triage_log(log, _hypotheses())
+        assert report.requirements["kl_term"].met is None or "kl" in loops, report.requirements["kl_term"]
+    for trainers in (("train/reward", "train/loss"), ("reward", "completion_length"), ("critic/score/mean",)):
+        log = read(*trainers)
+        assert not log.params.get(HAND_WRITTEN) and "reward" in log.series, trainers
+        assert triage_log(log, _hypotheses()).requirements["kl_term"].met is False, trainers
+
+
 # --------------------------------------------------------------------------- the registry, status, show, next
 
 

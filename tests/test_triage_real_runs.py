@@ -584,6 +584,19 @@ def test_3_a_loops_kl_under_its_own_name_is_its_estimator_not_trls(hypotheses):
     assert report.progress.state == "unknown" and not report.suspects(), [(e.id, e.evidence) for e in report.ranking]
 
 
+def test_3_a_log_whose_reward_has_a_loops_own_name_is_a_loops_whatever_file_it_wrote(hypotheses):
+    """qwen3-8b-grpo-dapo-lab's run observer writes VeRL's metrics to a CSV under its own names (reward_mean,
+    zero_std_group_ratio, response_length_mean, kl): a kl there is VeRL's estimator, which reads -5.6e-5 at its
+    lowest, not TRL's k3, which cannot go below 0 (h03 was named on it); and tonywang1990's own trainer logs no kl,
+    which says nothing of whether its loss has one (it was read as TRL's beta 0)."""
+    report = triage(str(corpus("grpodapolab__a_grpo")), hypotheses)
+    assert "h03" not in [e.id for e in report.suspects()], report.ranking_record()
+    assert min(value for _, value in derived(str(corpus("grpodapolab__a_grpo"))).series["kl"]) < 0
+    report = triage(str(corpus("gsm8kgrpo__baseline")), hypotheses)
+    assert report.requirements["kl_term"].met is None, report.requirements["kl_term"]
+    assert not any("so this run trains with beta 0" in said for said in report.expected), report.expected
+
+
 def test_6_format_rewards_collected_while_a_negative_correctness_falls_are_read(hypotheses):
     """Reasoning-Vectors' easy run: correctness (scored -0.5 to 1, so its mean starts below 0) falls -0.05 -> -0.10
     while the exact-format reward climbs 0.19 -> 0.38 and the approximate one -0.20 -> 0.08; the authors' next

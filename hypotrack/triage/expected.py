@@ -50,10 +50,10 @@ def _loss_zero_without_kl(log: RunLog) -> str | None:
     loss = _values(log, "loss")
     if not loss or "kl" in log.series or max(abs(v) for v in loss) > LOSS_NEAR_ZERO:
         return None
-    return (f"loss stays within +-{LOSS_NEAR_ZERO:g} of 0 (largest |loss| {max(abs(v) for v in loss):.3g}): with "
-            "beta 0 and one iteration per batch, GRPO's loss value is the advantage-weighted ratio of the policy "
-            "to itself, 0 up to how completion lengths weigh tokens, while its gradient is not 0. Expected; the "
-            "loss value says nothing about learning here.")
+    return (f"loss stays within +-{LOSS_NEAR_ZERO:g} of 0 (largest |loss| {max(abs(v) for v in loss):.3g}): "
+            "without a KL term and with one iteration per batch, GRPO's loss value is the advantage-weighted ratio "
+            "of the policy to itself, 0 up to how completion lengths weigh tokens, while its gradient is not 0. "
+            "Expected; the loss value says nothing about learning here.")
 
 
 def _clip_ratio_zero(log: RunLog) -> str | None:
@@ -125,8 +125,8 @@ def requirements(log: RunLog, reward_functions: list[str]) -> dict[str, Requirem
     elif _trl_would_log(log):
         out["kl_term"] = Requirement(False, "kl is not logged, so beta is 0")
     elif "reward" in log.series:
-        out["kl_term"] = Requirement(None, "the loop does not print a kl, which says nothing of whether its loss "
-                                           "has a KL term")
+        out["kl_term"] = Requirement(None, "the run's own loop wrote the log and logs no kl, which says nothing of "
+                                           "whether its loss has a KL term")
     else:
         out["kl_term"] = Requirement(None, "neither beta nor kl is known")
     if reward_functions:

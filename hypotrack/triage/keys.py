@@ -255,6 +255,12 @@ def canonical_name(raw: str) -> str | None:
     return name if name in KNOWN else None
 
 
+def _loops_own(raw: str) -> bool:
+    """A logged key that neither TRL (of any version) nor another trainer triage knows names so: a loop's own."""
+    name = _unsplit(raw)
+    return "/" not in name and not any(name in names for names in (KNOWN, RENAMED, OTHER_TRAINERS, CONVERTED))
+
+
 def _reward_part(part: str) -> str:
     """EasyR1's reward/<part>: the whole reward (overall) or a reward function's score, as TRL's
     rewards/<function>/mean; reward/<statistic> of the whole is no function's."""
@@ -341,8 +347,10 @@ def canonical(log: RunLog) -> Canonical:
                     ignored.remove(raw)
                     renamed[raw] = names[raw] = name
     # A kl under a loop's own name (kl_divergence, mean_kl) is the loop's estimator, often the signed mean log-ratio
-    # (k1), not TRL's k3 or another trainer's: the run is read as a hand-written loop's, whatever file it wrote.
-    if any(renamed.get(raw) == "kl" and _unsplit(raw) not in (*OTHER_TRAINERS, "kl") for raw in log.series):
+    # (k1), not TRL's k3 or another trainer's; and a total reward under one (avg_reward, rewards_mean) is a loop's,
+    # which logs what its author chose, so a quantity it leaves out says nothing of its settings (expected.py). Either
+    # way the run is read as a hand-written loop's, whatever file it wrote.
+    if any(renamed.get(raw) in ("kl", "reward") and _loops_own(raw) for raw in log.series):
         out.params[HAND_WRITTEN] = "1"
     # Back in the order the source listed them (the first reward function is the task's by default).
     order: dict[str, int] = {}
