@@ -5,7 +5,8 @@ every `rewards/<func>/mean` TRL logged is a reward function; the task reward is 
 names (`--task-reward`), else the one the names and the logs point at (task_candidates): a name that
 says correctness (accuracy, correct, answer, solved, ...) and no shaping word (format, length, penalty,
 xml, ...), never a penalty that is at most 0 by design nor a function that scores every completion alike (unless
-its name says correctness and no other's does: then it is the task's reward never paying);
+its name says correctness and no other's does, or every function that pays has a shaping name while its own says
+no shaping: then it is the task's reward never paying);
 then the heaviest of those left, then of equal weights the one that scores furthest below its own best step on
 average (a format is soon met, or never: a check of the answer is what a run climbs), then the first listed. The
 weights come from the run's params (`reward_weights`, which TRL's MLflow callback logs), else from the logs
@@ -131,9 +132,18 @@ def task_candidates(log: RunLog, functions: list[str]) -> tuple[list[str], str]:
     if named:
         return named, f"its name says it scores correctness{aside}"
     shaping = [f for f in left if name_says(f, SHAPING_WORDS)]
-    rest = [f for f in left if f not in shaping] or left
-    if rest != left:
-        return rest, f"the reward function whose name says no shaping ({', '.join(shaping)} shape the answer){aside}"
+    rest = [f for f in left if f not in shaping]
+    if rest:
+        if shaping:
+            return rest, f"the reward function whose name says no shaping ({', '.join(shaping)} shape the answer){aside}"
+        return left, f"no name says which one scores correctness{aside}"
+    # Every function that pays shapes the answer by its name: a format is never the task. A function set aside whose
+    # name says no shaping is the task's, never paying: a tool call or a verdict scored at its floor for every
+    # completion, as when no completion gets as far as making one.
+    unpaid = [f for f in functions if f not in left and not name_says(f, SHAPING_WORDS)]
+    if unpaid and left != functions:
+        return unpaid, (f"the reward function whose name says no shaping, though it never pays above 0 or tells no "
+                        f"completion apart ({', '.join(shaping)} shape the answer)")
     return left, f"no name says which one scores correctness{aside}"
 
 
