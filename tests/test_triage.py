@@ -265,6 +265,30 @@ def test_a_total_reward_under_a_loops_own_name_marks_the_log_a_loops():
 # --------------------------------------------------------------------------- the registry, status, show, next
 
 
+def test_a_format_reward_is_never_the_task_while_a_reward_named_for_something_else_never_pays():
+    """A tool-use run whose completions never get as far as a tool call: its tool rewards sit at their floor (-0.5,
+    -0.2) for every completion while only the format reward climbs. The task is a tool reward (flat), not the format
+    (learning); a length penalty that varies below 0 beside a format reward leaves the format the only candidate."""
+    from hypotrack.triage.roles import default_task
+
+    def log_of(rewards: dict) -> RunLog:
+        log = RunLog("x", "console")
+        for step in range(1, 41):
+            for name, (mean, std) in rewards.items():
+                log.add(f"rewards/{name}/mean", step, mean(step))
+                log.add(f"rewards/{name}/std", step, std)
+        return log
+
+    functions = ["tool_trace_reward_fn", "format_reward_fn", "tool_use_reward_fn"]
+    log = log_of({"tool_trace_reward_fn": (lambda s: -0.5, 0.0), "format_reward_fn": (lambda s: s / 240, 0.1),
+                  "tool_use_reward_fn": (lambda s: -0.2, 0.0)})
+    task, why = default_task(log, functions, dict.fromkeys(functions, 1.0))
+    assert task == "tool_trace_reward_fn" and "never pays" in why, why
+    functions = ["format_reward", "length_penalty"]
+    log = log_of({"format_reward": (lambda s: s / 40, 0.2), "length_penalty": (lambda s: -0.1 - s / 400, 0.05)})
+    assert default_task(log, functions, dict.fromkeys(functions, 1.0))[0] == "format_reward"
+
+
 def test_the_ranking_is_recorded_and_next_starts_from_the_top_suspect(run_cli, tmp_path):
     # The signature of a real report: every completion clipped, every group tied, no gradient.
     entries = [trl_entry(s, 0.0, fmt=0.0, zero_std=1.0, grad_norm=0.0, **{"completions/clipped_ratio": 1.0,
