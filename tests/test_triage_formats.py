@@ -1055,6 +1055,27 @@ def test_a_notebooks_saved_outputs_and_the_trainers_progress_table(tmp_path, run
     assert "a notebook saved without its cells' outputs" in result.stderr + result.stdout
 
 
+def test_grpo_updates_between_generations_are_the_same_training(tmp_path):
+    """TRL logs the rewards at the steps that generate: with num_iterations 4 three updates in four print kl and clip
+    ratios without them (and newer transformers print every value as a string). One training, not a supervised
+    stage before each generation."""
+    def printed(step: int) -> str:
+        values = {"loss": f"{0.05 - step / 1000:.4g}", "grad_norm": "0.3", "learning_rate": f"{1e-6 * (1 - step / 40):.4g}"}
+        if step % 4 == 1:
+            values |= {"rewards/reward_func/mean": f"{0.2 + step / 100:.4g}", "reward": f"{0.2 + step / 100:.4g}",
+                       "reward_std": "0.19", "frac_reward_zero_std": "0"}
+        values |= {"kl": f"{0.002 + step / 1e4:.4g}", "entropy": "0.6", "clip_ratio/region_mean": "0.012",
+                   "epoch": f"{step / 500:.4g}"}
+        return str(values)
+
+    path = tmp_path / "probe.log"
+    path.write_text("".join(printed(step) + "\n" for step in range(1, 33)) + "{'train_runtime': '916.1'}\n")
+    log = read_source(str(path))
+    assert [step for step, _ in log.series["reward"]] == list(range(1, 33, 4)), log.series["reward"]
+    assert len(log.series["kl"]) == 32 and log.series["reward"][-1] == (29, pytest.approx(0.49))
+    assert not log.params.get(PRIOR_TRAINING) and not any("trainings" in said for said in log.said), log.said
+
+
 def test_a_console_log_of_an_sft_warm_up_then_grpo_reads_the_grpo_training(tmp_path):
     """An Unsloth-style script prints its SFT warm-up's dicts, then GRPO's, in one log: the GRPO training is read,
     on its own steps, and the report says what was left out."""
@@ -1068,7 +1089,7 @@ def test_a_console_log_of_an_sft_warm_up_then_grpo_reads_the_grpo_training(tmp_p
     log = read_source(str(path))
     assert log.series["reward"][0] == (5, 0.41) and len(log.series["reward"]) == 12
     assert len(log.series["learning_rate"]) == 12  # the warm-up's decaying rate is not GRPO's schedule
-    assert any("2 trainings" in said and "10 logged steps without rewards" in said for said in log.said), log.said
+    assert any("2 trainings" in said and "10 logged steps of another training" in said for said in log.said), log.said
     # the GRPO run starts from the warm-up's policy: its first step's KL is not read as the reference's
     assert log.params.get(PRIOR_TRAINING) and any("supervised stage" in said for said in log.said), log.said
     path.write_text("GRPO starts\n" + grpo + "SFT after it\n" + sft)  # a training after the GRPO one is no stage before it
@@ -1397,6 +1418,28 @@ def test_a_dict_printed_over_several_lines_is_read_as_one(tmp_path, printer):
     log = read_source(str(path))
     assert log.kind == "console" and log.series["reward"] == [(s, s / 10) for s in range(1, 9)], log.series
     assert log.series["rewards/accuracy_reward/mean"][-1] == (8, 0.4)
+
+
+@pytest.mark.parametrize("width", [80, 181])
+def test_a_dict_a_terminal_capture_cut_at_its_width_is_read_whole(tmp_path, width):
+    """A cluster job's output or a copied screen cuts every line at the terminal's width, mid-name and mid-number,
+    and drops the space a cut falls on: each of transformers' dicts is read with every key and value it printed."""
+    steps = [{"loss": 0.0123, "grad_norm": 0.16944053769111633, "learning_rate": 6.666666666666667e-06,
+              "completions/mean_length": 384.0, "completions/clipped_ratio": 1.0,
+              "rewards/_reward_action/mean": -2.25 + s / 10, "rewards/reward_format/std": 0.2121320515871048,
+              "reward": -2.9749999046325684 + s / 10, "reward_std": 0.9192387461662292, "frac_reward_zero_std": 0.5,
+              "entropy": 0.35387856513261795, "clip_ratio/low_min": 0.0, "clip_ratio/region_mean": 0.0,
+              "epoch": s / 100} for s in range(1, 13)]
+    captured = []
+    for row in steps:
+        line = str(row)
+        captured += [line[at:at + width].rstrip(" ") for at in range(0, len(line), width)]
+    path = tmp_path / "output1.txt"
+    path.write_text("Singularity> python -m train --train_steps 12\n" + "\n".join(captured) + "\n")
+    log = read_source(str(path))
+    assert sorted(log.series) == sorted(steps[0]), sorted(log.series)
+    assert log.series["reward"] == [(s, pytest.approx(-2.9749999046325684 + s / 10)) for s in range(1, 13)]
+    assert log.series["clip_ratio/low_min"] == [(s, 0.0) for s in range(1, 13)]
 
 
 def test_a_loops_full_width_separators_read_as_their_ascii_forms(tmp_path):

@@ -66,6 +66,11 @@ PRINTED_DICT = re.compile(r"\{['\"][^{}\n]*\}")
 # it, the lines after it hold its items, one closes it; joined into one line where it closes within DICT_LINES.
 DICT_OPENS = re.compile(r"\{[ \t]*$|\{['\"][^{}\n]*,[ \t]*$", re.MULTILINE)
 DICT_LINES = 200
+# ... or a terminal's capture (script, a cluster job's output, a copied screen) cut every line at the terminal's width,
+# mid-name or mid-number: a dict that opens on a line of that width and goes on over lines as wide (one a column
+# short, where the cut fell on a space the capture trimmed) is joined as it was printed. The width is a terminal's.
+DICT_CUT_OPENS = re.compile(r"\{['\"][^{}\n]*$", re.MULTILINE)
+TERMINAL_WIDTH_MIN = 60
 # print() writes float('nan') and float('inf') bare, which literal_eval does not read; numpy 2 writes its scalars as
 # their repr, np.float64(0.25).
 BARE_NONFINITE = re.compile(r"(?<=[:,\[] )(-?(?:nan|inf))(?=[,}\]])")
@@ -206,21 +211,33 @@ def _arrays_on_one_line(text: str) -> str:
 
 def _dicts_on_one_line(text: str) -> str:
     """The text with each dict printed over several lines joined into one line, as print() writes a short one."""
-    if not DICT_OPENS.search(text):
+    if not DICT_OPENS.search(text) and not DICT_CUT_OPENS.search(text):
         return text
     lines = text.split("\n")
     joined: list[str] = []
     at = 0
     while at < len(lines):
-        end = _closing_line(lines, at) if DICT_OPENS.search(lines[at]) else None
-        if end is None:
+        cut = bool(DICT_CUT_OPENS.search(lines[at]))
+        end = _closing_line(lines, at) if cut or DICT_OPENS.search(lines[at]) else None
+        if end is not None and cut and _cut_at_a_width(lines[at:end]):
+            width = max(len(line) for line in lines[at:end])
+            joined.append("".join(line + ("" if len(line) == width else " ") for line in lines[at:end]) + lines[end])
+        elif end is not None and DICT_OPENS.search(lines[at]):
+            head, items = lines[at].rstrip(), " ".join(part.strip() for part in lines[at + 1:end + 1])
+            joined.append(head + ("" if head.endswith("{") else " ") + items)
+        else:
             joined.append(lines[at])
             at += 1
             continue
-        head, items = lines[at].rstrip(), " ".join(part.strip() for part in lines[at + 1:end + 1])
-        joined.append(head + ("" if head.endswith("{") else " ") + items)
         at = end + 1
     return "\n".join(joined)
+
+
+def _cut_at_a_width(lines: list[str]) -> bool:
+    """Whether a dict's lines before its last were cut at one terminal width: each as wide as the widest, or a column
+    short."""
+    width = max(len(line) for line in lines)
+    return width >= TERMINAL_WIDTH_MIN and all(len(line) in (width, width - 1) for line in lines)
 
 
 def _closing_line(lines: list[str], opened: int) -> int | None:
@@ -626,7 +643,7 @@ def _merged_by_step(entries: list[tuple[tuple[int, int] | None, dict]], evaluati
 def _last_training(entries: list[tuple[tuple[int, int] | None, dict]], log: RunLog) -> list:
     """The step dicts of the last GRPO training the log holds (else of its last training). A script that trains
     twice prints both (an SFT warm-up, then GRPO; two GRPO runs): a new training starts where the dicts change
-    kind (rewards logged or not) or where the epoch starts over."""
+    kind (GRPO's or not) or where the epoch starts over."""
     trainings: list[list] = [[entries[0]]]
     for entry in entries[1:]:
         before, values = trainings[-1][-1][1], entry[1]
@@ -639,14 +656,14 @@ def _last_training(entries: list[tuple[tuple[int, int] | None, dict]], log: RunL
         return entries
     grpo = [training for training in trainings if _is_grpo(training[0][1])]
     chosen = (grpo or trainings)[-1]
-    others = ", ".join(f"{len(t)} logged steps{' of GRPO' if _is_grpo(t[0][1]) else ' without rewards'}"
+    others = ", ".join(f"{len(t)} logged steps{' of GRPO' if _is_grpo(t[0][1]) else ' of another training'}"
                        for t in trainings if t is not chosen)
     at = trainings.index(chosen)
     supervised_first = bool(grpo) and at > 0 and not _is_grpo(trainings[at - 1][0][1])
     log.said.append(f"the console log holds {len(trainings)} trainings (a new one starts where the epoch starts over "
-                    f"or rewards start or stop being logged): read the last {'GRPO ' if grpo else ''}one, "
+                    f"or GRPO's own metrics start or stop being logged): read the last {'GRPO ' if grpo else ''}one, "
                     f"{len(chosen)} logged steps; not read: {others}"
-                    + (f"; the one without rewards just before it is a supervised stage: {PRIOR_TRAINING_SAID}"
+                    + (f"; the one without GRPO's metrics just before it is a supervised stage: {PRIOR_TRAINING_SAID}"
                        if supervised_first else ""))
     if supervised_first:
         log.params[PRIOR_TRAINING] = "1"
@@ -654,8 +671,11 @@ def _last_training(entries: list[tuple[tuple[int, int] | None, dict]], log: RunL
 
 
 def _is_grpo(values: dict) -> bool:
-    return any(key.removeprefix("train/") == "reward" or key.removeprefix("train/").startswith("rewards/")
-               for key in values)
+    """A GRPO step's dict: its rewards, or a quantity only GRPO logs. TRL logs the rewards at the steps that generate;
+    an update between generations (num_iterations above 1, steps_per_generation above the accumulation steps) logs
+    its kl and clip ratios without them, which no supervised stage logs."""
+    keys = [key.removeprefix("train/") for key in values]
+    return any(key in ("reward", "kl") or key.startswith(("rewards/", "clip_ratio")) for key in keys)
 
 
 def _is_evaluation(values: dict) -> bool:
