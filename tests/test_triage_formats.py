@@ -1221,6 +1221,23 @@ def test_a_whole_reward_in_0_1_has_its_passing_score_as_a_named_one_does(tmp_pat
     assert at_the_top.state == "flat" and at_the_top.verdict == CEILING, at_the_top.sentence()
 
 
+def test_a_reward_every_completion_scores_alike_at_every_step_has_no_passing_score(tmp_path):
+    """A reward of 32 for every completion at every step (a CSV of step, episode_reward, avg_reward) says nothing of
+    what a pass pays, so the flat run is not near a ceiling of 32."""
+    from hypotrack.triage.derived import add_derived
+    from hypotrack.triage.keys import reward_functions
+    from hypotrack.triage.progress import CEILING, run_progress
+    from hypotrack.triage.roles import assign_roles
+
+    path = tmp_path / "grpo_rewards.csv"
+    path.write_text("step,episode_reward,avg_reward\n" + "".join(f"{s},32.0,32.0\n" for s in range(50)))
+    log = canonical(read_source(str(path))).log
+    add_derived(log, assign_roles(log, reward_functions(log), None))
+    assert "task_reward/pass_share" not in log.series
+    progress = run_progress(log)
+    assert progress.state == "flat" and progress.verdict != CEILING, progress.sentence()
+
+
 def test_a_dict_of_rewards_alone_is_a_completions_scores_not_a_step(tmp_path):
     """A loop that shows sample completions prints each one's scores as a dict: with no epoch (transformers' Trainer
     logs it with every step), no step and nothing of the update, it is no training step."""

@@ -114,7 +114,9 @@ def _pass_value(mean: dict[int, float], std: dict[int, float]) -> float | None:
     if mean and all(0.0 <= m <= 1.0 for m in mean.values()):
         return 1.0
     estimates = [(std[s] ** 2 + m * m) / m for s, m in mean.items() if s in std and abs(m) > FLAT_STD]
-    if len(estimates) < 3:
+    # A step whose completions all scored alike gives its own mean back whatever the reward pays: where no step spreads
+    # its completions nothing tells a two-valued reward (a reward of 32 for every completion is no pass of 32).
+    if len(estimates) < 3 or all(std.get(s, 0.0) <= FLAT_STD for s in mean):
         return None
     centre = statistics.median(estimates)
     if abs(centre) <= FLAT_STD or statistics.pstdev(estimates) > PASS_VALUE_CV * abs(centre):
