@@ -1238,6 +1238,27 @@ def test_a_reward_every_completion_scores_alike_at_every_step_has_no_passing_sco
     assert progress.state == "flat" and progress.verdict != CEILING, progress.sentence()
 
 
+def test_tunix_names_with_their_mode_in_the_middle_are_read(tmp_path):
+    """Tunix (Google's JAX library) logs rewards/train/mean, rewards/train/<function>, actor/train/kl and
+    completions/train/mean_length; a user exports a curve a file. Its kl is k1 or k3 as its settings choose, so a kl
+    below 0 is no broken KL; its rewards/eval/* are an evaluation's, and rewards/max no reward function."""
+    from hypotrack.definitions import Project, load_library
+    from hypotrack.triage.api import triage
+    from hypotrack.triage.keys import canonical_name
+
+    assert canonical_name("rewards/train/check_answer") == "rewards/check_answer/mean"
+    assert canonical_name("completions/train/mean_length") == "completions/mean_length"
+    assert canonical_name("rewards/eval/mean") is None and canonical_name("rewards/max") is None
+    (tmp_path / "mean_reward_curve.csv").write_text(
+        "step,rewards/train/mean\n" + "".join(f"{s},{1.2 - s / 50 + (s % 3) / 10}\n" for s in range(0, 80)))
+    (tmp_path / "kl_curve.csv").write_text(
+        "step,actor/train/kl\n" + "".join(f"{s},{-0.0008 if s == 1 else 0.002 * s}\n" for s in range(1, 81)))
+    report = triage(str(tmp_path), load_library(Project.locate(Path(__file__).resolve().parents[1])).hypotheses)
+    assert report.progress.state == "getting worse", report.progress.sentence()
+    assert {"rewards/train/mean", "actor/train/kl"} <= set(report.renamed), report.renamed
+    assert "h03" not in [e.id for e in report.suspects()], [(e.id, e.evidence) for e in report.ranking[:4]]
+
+
 def test_a_dict_of_rewards_alone_is_a_completions_scores_not_a_step(tmp_path):
     """A loop that shows sample completions prints each one's scores as a dict: with no epoch (transformers' Trainer
     logs it with every step), no step and nothing of the update, it is no training step."""

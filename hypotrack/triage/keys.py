@@ -25,6 +25,10 @@ RENAMED = {
 # Other GRPO trainers' names for the quantities TRL logs (what each measures is the same, up to the notes):
 # verl (its metric_utils and dp_actor), OpenRLHF (its PPO / GRPO trainer's logs, "train/" stripped) and TRL's own
 # PPO and RLOO trainers.
+TUNIX_KL = "actor/kl"
+# Other trainers' kl whose estimator is a setting (Tunix's kl_method: k1, the signed log-ratio, or k3), so its sign
+# says nothing: read as a hand-written loop's kl is (canonical).
+OWN_ESTIMATOR_KL = frozenset({TUNIX_KL})
 OTHER_TRAINERS = {
     # verl: critic/score is the reward functions' sequence score (critic/rewards adds an in-reward KL penalty)
     "critic/score/mean": "reward",
@@ -71,6 +75,13 @@ OTHER_TRAINERS = {
     "rollout/truncated": "completions/clipped_ratio",
     "rollout/truncated_ratio": "completions/clipped_ratio",
     "lr-pg_0": "learning_rate",
+    # Tunix (Google's JAX post-training library; its mode between a metric's group and its name, rewards/train/mean,
+    # taken out by _unsplit): rewards/mean is the whole reward (rewards/<function> a function's mean, as older TRL's),
+    # actor/kl the KL to the reference in the loss (logged as 0 at beta 0), by the estimator its settings name
+    # (OWN_ESTIMATOR_KL); actor/loss the actor's whole loss (verl logs it too).
+    "rewards/mean": "reward",
+    TUNIX_KL: "kl",
+    "actor/loss": "loss",
     "pg_clipfrac": "clip_ratio/region_mean",
     # NeMo-RL (its "train/" scalars): kl_penalty is the KL to the reference with the coefficient divided out;
     # approx_entropy an importance-weighted estimate of the token entropy. Its gen_kl_error and token_mult_prob_error
@@ -200,6 +211,7 @@ SUMMED = {
 }
 # EasyR1 logs its reward's parts as reward/<part> (reward/overall, reward/accuracy, reward/format).
 REWARD_PARTS = "reward/"
+MIDDLE_TRAIN = "/train/"
 # Weights & Biases and TensorBoard put the split in front of every key ("train/reward").
 TRAIN_PREFIX = "train/"
 # Not training metrics: evaluation passes (heldout.py reads them as the held-out score), and transformers'
@@ -207,6 +219,8 @@ TRAIN_PREFIX = "train/"
 # verl splits its validation metrics into val-core/ (the data sources' main score) and val-aux/ (the rest).
 EVAL_PREFIXES = ("eval/", "eval_", "test/", "test_", "val/", "val_", "validation/", "validation_", "val-core/",
                  "val-aux/", "eval-rollout/")  # the last: AReaL's evaluation workflow
+# ... and a mode between a metric's group and its name (Tunix's rewards/eval/mean)
+EVAL_SPLITS = frozenset({"eval", "test", "val", "validation"})
 # The key only transformers' end-of-training summary holds (with train_loss, ... at the last step): a record or
 # printed dict holding it is that summary, not a step.
 END_OF_TRAINING = "train_runtime"
@@ -218,8 +232,11 @@ DIAGNOSTICS_PREFIX = "diag/"
 
 
 def _unsplit(raw: str) -> str:
-    """The key without a tracker's split in front of it ("train/reward" is reward)."""
-    return raw.strip().removeprefix(TRAIN_PREFIX)
+    """The key without a tracker's split in front of it ("train/reward" is reward), or Tunix's after the metric's
+    group ("rewards/train/mean" is rewards/mean)."""
+    name = raw.strip().removeprefix(TRAIN_PREFIX)
+    group, split, rest = name.partition(MIDDLE_TRAIN)
+    return f"{group}/{rest}" if split and group and "/" not in group and rest else name
 
 
 def evaluation_body(key: str) -> str:
@@ -247,6 +264,8 @@ def canonical_name(raw: str) -> str | None:
         return name
     if name.startswith("rewards/"):
         parts = name.split("/")
+        if parts[1] in EVAL_SPLITS or (len(parts) == 2 and parts[1] in NOT_REWARD_FUNCTIONS):
+            return None  # an evaluation's (Tunix's rewards/eval/...), or the whole reward's statistic (rewards/max)
         if len(parts) == 2 and parts[1]:  # older TRL: rewards/<func> was the mean
             return f"{name}/mean"
         if len(parts) == 3 and parts[1] and parts[2] in ("mean", "std"):
@@ -350,7 +369,8 @@ def canonical(log: RunLog) -> Canonical:
     # (k1), not TRL's k3 or another trainer's; and a total reward under one (avg_reward, rewards_mean) is a loop's,
     # which logs what its author chose, so a quantity it leaves out says nothing of its settings (expected.py). Either
     # way the run is read as a hand-written loop's, whatever file it wrote.
-    if any(renamed.get(raw) in ("kl", "reward") and _loops_own(raw) for raw in log.series):
+    if any(renamed.get(raw) in ("kl", "reward") and (_loops_own(raw) or _unsplit(raw) in OWN_ESTIMATOR_KL)
+           for raw in log.series):
         out.params[HAND_WRITTEN] = "1"
     # Back in the order the source listed them (the first reward function is the task's by default).
     order: dict[str, int] = {}
