@@ -22,13 +22,13 @@ RENAMED = {
     "completion_length": "completions/mean_length",  # before the completions/* family
     "clip_ratio": "clip_ratio/region_mean",  # before the low / high / region clip ratios
 }
-# Other GRPO trainers' names for the quantities TRL logs (what each measures is the same, up to the notes):
-# verl (its metric_utils and dp_actor), OpenRLHF (its PPO / GRPO trainer's logs, "train/" stripped) and TRL's own
-# PPO and RLOO trainers.
 TUNIX_KL = "actor/kl"
 # Other trainers' kl whose estimator is a setting (Tunix's kl_method: k1, the signed log-ratio, or k3), so its sign
 # says nothing: read as a hand-written loop's kl is (canonical).
 OWN_ESTIMATOR_KL = frozenset({TUNIX_KL})
+# Other GRPO trainers' names for the quantities TRL logs (what each measures is the same, up to the notes):
+# verl (its metric_utils and dp_actor), OpenRLHF (its PPO / GRPO trainer's logs, "train/" stripped) and TRL's own
+# PPO and RLOO trainers.
 OTHER_TRAINERS = {
     # verl: critic/score is the reward functions' sequence score (critic/rewards adds an in-reward KL penalty)
     "critic/score/mean": "reward",
