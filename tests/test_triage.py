@@ -262,9 +262,6 @@ def test_a_total_reward_under_a_loops_own_name_marks_the_log_a_loops():
         assert triage_log(log, _hypotheses()).requirements["kl_term"].met is False, trainers
 
 
-# --------------------------------------------------------------------------- the registry, status, show, next
-
-
 def test_a_format_reward_is_never_the_task_while_a_reward_named_for_something_else_never_pays():
     """A tool-use run whose completions never get as far as a tool call: its tool rewards sit at their floor (-0.5,
     -0.2) for every completion while only the format reward climbs. The task is a tool reward (flat), not the format
@@ -287,6 +284,9 @@ def test_a_format_reward_is_never_the_task_while_a_reward_named_for_something_el
     functions = ["format_reward", "length_penalty"]
     log = log_of({"format_reward": (lambda s: s / 40, 0.2), "length_penalty": (lambda s: -0.1 - s / 400, 0.05)})
     assert default_task(log, functions, dict.fromkeys(functions, 1.0))[0] == "format_reward"
+
+
+# --------------------------------------------------------------------------- the registry, status, show, next
 
 
 def test_the_ranking_is_recorded_and_next_starts_from_the_top_suspect(run_cli, tmp_path):
