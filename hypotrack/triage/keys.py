@@ -165,10 +165,11 @@ HAND_WRITTEN_QUANTITIES = {
 # (kl_reward, value_reward), or hypotrack's own task_reward (its runs log the task function's mean again under that
 # name, beside TRL's own key).
 FUNCTION_REWARD = re.compile(r"^([a-z][a-z0-9]*(?:_[a-z0-9]+)*?)_(?:rewards?|rew)$")
-NOT_REWARD_FUNCTIONS = frozenset({"max", "min", "std", "var", "median", "sum", "mean", "avg", "average", "best",
-                                  "last", "final", "running", "ema", "smoothed", "cumulative", "episode", "step",
-                                  "batch", "group", "normalized", "norm", "scaled", "weighted", "adv", "advantage",
-                                  "kl", "ref", "entropy", "value", "critic", "task", "filtered"})
+STATISTICS = frozenset({"max", "min", "std", "var", "median", "sum", "mean", "avg", "average"})  # of the whole reward
+NOT_REWARD_FUNCTIONS = STATISTICS | frozenset({
+    "best", "last", "final", "running", "ema", "smoothed", "cumulative", "episode", "step", "batch", "group",
+    "normalized", "norm", "scaled", "weighted", "adv", "advantage", "kl", "ref", "entropy", "value", "critic", "task",
+    "filtered"})
 # ... and the total before any normalisation or penalty, or the split it was scored on (training_reward): the reward
 # itself
 TOTAL_REWARD_WORDS = frozenset({"total", "raw", "combined", "overall", "training"})
@@ -264,7 +265,7 @@ def canonical_name(raw: str) -> str | None:
         return name
     if name.startswith("rewards/"):
         parts = name.split("/")
-        if parts[1] in EVAL_SPLITS or (len(parts) == 2 and parts[1] in NOT_REWARD_FUNCTIONS):
+        if parts[1] in EVAL_SPLITS or (len(parts) == 2 and parts[1] in STATISTICS):
             return None  # an evaluation's (Tunix's rewards/eval/...), or the whole reward's statistic (rewards/max)
         if len(parts) == 2 and parts[1]:  # older TRL: rewards/<func> was the mean
             return f"{name}/mean"
