@@ -229,6 +229,8 @@ SUMMARY_KEYS = frozenset({"train_loss", "train_runtime", "train_samples_per_seco
                           "total_flos", "epoch", "step", "global_step", "training/global_step", "training/epoch",
                           "trainer/global_step", "_step", "_runtime", "_timestamp"})
 KNOWN = frozenset([*TRL_METRICS, ADVANTAGE_STD])
+# Every name a trainer triage knows logs a quantity under, as it logs it (TRL of any release, the other trainers).
+TRAINERS_NAMES = frozenset([*KNOWN, *RENAMED, *OTHER_TRAINERS, *CONVERTED])
 DIAGNOSTICS_PREFIX = "diag/"
 
 
@@ -278,7 +280,7 @@ def canonical_name(raw: str) -> str | None:
 def _loops_own(raw: str) -> bool:
     """A logged key that neither TRL (of any version) nor another trainer triage knows names so: a loop's own."""
     name = _unsplit(raw)
-    return "/" not in name and not any(name in names for names in (KNOWN, RENAMED, OTHER_TRAINERS, CONVERTED))
+    return "/" not in name and name not in TRAINERS_NAMES
 
 
 def _reward_part(part: str) -> str:

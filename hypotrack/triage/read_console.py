@@ -217,12 +217,12 @@ def _dicts_on_one_line(text: str) -> str:
     joined: list[str] = []
     at = 0
     while at < len(lines):
-        cut = bool(DICT_CUT_OPENS.search(lines[at]))
-        end = _closing_line(lines, at) if cut or DICT_OPENS.search(lines[at]) else None
+        cut, opens = bool(DICT_CUT_OPENS.search(lines[at])), bool(DICT_OPENS.search(lines[at]))
+        end = _closing_line(lines, at) if cut or opens else None
         if end is not None and cut and _cut_at_a_width(lines[at:end]):
             width = max(len(line) for line in lines[at:end])
             joined.append("".join(line + ("" if len(line) == width else " ") for line in lines[at:end]) + lines[end])
-        elif end is not None and DICT_OPENS.search(lines[at]):
+        elif end is not None and opens:
             head, items = lines[at].rstrip(), " ".join(part.strip() for part in lines[at + 1:end + 1])
             joined.append(head + ("" if head.endswith("{") else " ") + items)
         else:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from .keys import CONVERTED, EVAL_PREFIXES, KNOWN, OTHER_TRAINERS, RENAMED, TRAIN_PREFIX
+from .keys import EVAL_PREFIXES, TRAIN_PREFIX, TRAINERS_NAMES
 from .read_csv import read_csv
 from .runlog import RunLog
 from .values import decode_text, non_empty
@@ -27,7 +27,7 @@ VALUE = "value"  # the column of the tag's values (TensorBoard heads it "Value")
 DOWNLOAD_NAME = re.compile(r"^run-(?P<run>.*)-tag-(?P<tag>.+)\.(?:csv|json)$", re.IGNORECASE)
 JSON_POINTS = re.compile(rb"^\s*\[\s*\[")  # how a JSON download opens: a list of [wall_time, step, value] lists
 # Known names as TensorBoard writes them in a file name -> the name.
-UNDERSCORED = {name.replace("/", "_"): name for name in (*KNOWN, *RENAMED, *OTHER_TRAINERS, *CONVERTED) if "/" in name}
+UNDERSCORED = {name.replace("/", "_"): name for name in TRAINERS_NAMES if "/" in name}
 REWARD_FUNCTION = re.compile(r"^rewards_(?P<function>.+)_(?P<statistic>mean|std)$")
 # The splits a tag may start with, underscored -> as logged (train/, and the evaluation splits triage sets apart).
 SPLITS = {prefix.replace("/", "_"): prefix for prefix in (TRAIN_PREFIX, *EVAL_PREFIXES) if prefix.endswith("/")}

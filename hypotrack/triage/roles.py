@@ -133,15 +133,13 @@ def task_candidates(log: RunLog, functions: list[str]) -> tuple[list[str], str]:
         return named, f"its name says it scores correctness{aside}"
     shaping = [f for f in left if name_says(f, SHAPING_WORDS)]
     rest = [f for f in left if f not in shaping]
-    if rest:
-        if shaping:
-            return rest, f"the reward function whose name says no shaping ({', '.join(shaping)} shape the answer){aside}"
-        return left, f"no name says which one scores correctness{aside}"
+    if rest and shaping:
+        return rest, f"the reward function whose name says no shaping ({', '.join(shaping)} shape the answer){aside}"
     # Every function that pays shapes the answer by its name: a format is never the task. A function set aside (at most
     # 0 at every step, or the same for every completion) whose name says no shaping is the task's, never paying: a
     # tool call or a verdict scored at its floor for every completion, as when no completion gets as far as making one.
     unpaid = [f for f in functions if f not in left and not name_says(f, SHAPING_WORDS)]
-    if unpaid and left != functions:
+    if not rest and unpaid and left != functions:
         return unpaid, (f"the reward function whose name says no shaping, though it never pays above 0 or tells no "
                         f"completion apart ({', '.join(shaping)} shape the answer)")
     return left, f"no name says which one scores correctness{aside}"
