@@ -39,8 +39,10 @@ def run_script(tmp_path: Path, toy_cache: Path, *args: str, expect_rc: int = 0,
     done = subprocess.run(command, capture_output=True, text=True, env={**_env(tmp_path, toy_cache), **(env or {})},
                           cwd=tmp_path, timeout=600)
     assert done.returncode == expect_rc, done.stderr[-4000:]
-    # Processes under one launcher share the pipe: another rank's unfinished line may precede a result line.
-    results = [json.loads(line.split(MARKER, 1)[1]) for line in done.stdout.splitlines() if MARKER in line]
+    # Processes under one launcher share the pipe: another rank's unfinished line may precede a result line, and
+    # its output may follow the result on the same line, so each result is read up to the end of its JSON only.
+    decoder = json.JSONDecoder()
+    results = [decoder.raw_decode(line.split(MARKER, 1)[1])[0] for line in done.stdout.splitlines() if MARKER in line]
     assert results, done.stdout[-2000:]
     return results, done.stderr
 

@@ -23,6 +23,7 @@ import json
 import os
 import random
 import re
+import sys
 from pathlib import Path
 
 MARKER = "@@watched-run@@"
@@ -158,6 +159,13 @@ def plant(trainer, fault: str) -> None:
             planted.attach(trainer)
 
 
+def report_line(result: dict) -> None:
+    """One write for the marker, the JSON and its newline: ranks under one launcher share an unbuffered pipe,
+    and a print's separate newline would let another rank's output land on the result's line."""
+    sys.stdout.write(MARKER + json.dumps(result) + "\n")
+    sys.stdout.flush()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
@@ -180,8 +188,7 @@ def main() -> None:
     try:
         trainer.train()
     except RuntimeError as exc:  # the planted crash; the session recorded the run before this
-        print(MARKER + json.dumps({"crashed": str(exc), "outcome": session.outcome, "triage_id": session.triage_id}),
-              flush=True)
+        report_line({"crashed": str(exc), "outcome": session.outcome, "triage_id": session.triage_id})
         raise SystemExit(3) from None
     if session is None:
         trainer.save_state()  # the plain run's log, for `hypotrack triage OUT` to compare with
@@ -198,7 +205,7 @@ def main() -> None:
                       failures=[{"gate": f.gate, "hypothesis": f.hypothesis, "step": f.step}
                                 for f in session.failures()],
                       ranks={e.id: e.rank for e in session.report.ranking} if session.report else {})
-    print(MARKER + json.dumps(result), flush=True)
+    report_line(result)
 
 
 if __name__ == "__main__":
