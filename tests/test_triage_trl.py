@@ -79,7 +79,12 @@ def test_mlflow_run_logged_by_trls_callback(plain_runs, shipped_cli):
     assert by_uri["kind"] == "mlflow" and by_uri["steps"] == STEPS
     assert any("the run's reward_weights" in said for said in by_uri["assumed"]), by_uri["assumed"]
     assert by_uri["ranking"][0]["hypothesis"] == "h05" and by_uri["ranking"][0]["suspect"]
-    by_id = _triage(shipped_cli, run_id, "--tracking-uri", plain_runs["uri"], "--task-reward", "arith_correct")
+    # Both functions' names say correctness and their weights are equal, so the inferred task is whichever scored
+    # further below its own best in this training: naming that one by its log key changes nothing, naming it is said
+    inferred = by_uri["task_reward"]
+    assert inferred in ("arith_correct", "coin_flip_judge") and "{" not in " ".join(by_uri["assumed"])
+    by_id = _triage(shipped_cli, run_id, "--tracking-uri", plain_runs["uri"], "--task-reward", f"rewards/{inferred}/mean")
+    assert by_id["task_reward"] == inferred and f"task reward: {inferred} (named by --task-reward)" in by_id["assumed"]
     assert [e["hypothesis"] for e in by_id["ranking"]] == [e["hypothesis"] for e in by_uri["ranking"]]
     # the ranking is in the registry: `next` starts from it
     nxt = shipped_cli("next", "--json")

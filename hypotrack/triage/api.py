@@ -27,6 +27,7 @@ class TriageReport:
     reward_functions: list[str]
     assumed: list[str]
     ranking: list[Ranked]
+    task_reward: str | None = None  # the reward function read as the task's (named, or inferred as `assumed` says)
     unranked: list[str] = field(default_factory=list)  # hypotheses without a triage: section
     expected: list[str] = field(default_factory=list)
     requirements: dict[str, Requirement] = field(default_factory=dict)
@@ -56,7 +57,8 @@ class TriageReport:
         return {
             "source": self.source, "kind": self.kind, "run": self.run or None, "steps": self.steps,
             "threshold": self.threshold, "progress": self.progress.as_json(), "findings": self.findings,
-            "reward_functions": self.reward_functions, "assumed": self.assumed, "expected": self.expected,
+            "reward_functions": self.reward_functions, "task_reward": self.task_reward, "assumed": self.assumed,
+            "expected": self.expected,
             "requirements": {word: {"met": r.met, "why": r.why} for word, r in self.requirements.items()},
             "renamed_keys": self.renamed, "ignored_keys": self.ignored,
             "suspects": [e.id for e in self.suspects()],
@@ -108,7 +110,7 @@ def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) ->
             entry.not_holding_back = ("the run learns on its task reward" if progress.state == LEARNING else
                                       "the run's task reward is already near its ceiling")
     return TriageReport(source=log.source, kind=log.kind, steps=steps, reward_functions=functions,
-                        assumed=roles.assumed, ranking=ranking, unranked=unranked,
+                        assumed=roles.assumed, task_reward=roles.task, ranking=ranking, unranked=unranked,
                         expected=expected_readings(run), requirements=needs, renamed=named.renamed,
                         ignored=named.ignored, findings=findings, progress=progress, run=log.run)
 

@@ -90,7 +90,7 @@ def default_task(log: RunLog, functions: list[str], weights: dict[str, float]) -
     if len(shares) > 1 and len(set(shares.values())) > 1:
         hardest = min(shares, key=lambda f: shares[f])
         return hardest, (f"{why}, and of them the one that scores furthest below its own best ({shares[hardest]:.0%} "
-                         "of it on average, as a check of the answer does while a format is soon met){hint}")
+                         f"of it on average, as a check of the answer does while a format is soon met){hint}")
     return ranked[0], f"{why}, the first of them listed{hint}"
 
 
