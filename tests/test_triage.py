@@ -262,6 +262,28 @@ def test_a_total_reward_under_a_loops_own_name_marks_the_log_a_loops():
         assert triage_log(log, _hypotheses()).requirements["kl_term"].met is False, trainers
 
 
+def test_a_kl_spike_the_run_comes_back_from_is_no_divergence(tmp_path):
+    """Unsloth notebooks of runs that learned show one step's kl at 2e7 (a token whose logprob underflowed) and
+    sane values after: a spike, said as one; a kl that blows up and stays there is a wrecked policy."""
+    def entries(blown_from: int | None) -> list[dict]:
+        rows = []
+        for step in range(1, 41):
+            kl = 2.45e7 if step == 20 or (blown_from and step >= blown_from) else 0.002 + step * 1e-4
+            rows.append(trl_entry(step, correct=0.2 + 0.015 * step + 0.05 * (step % 3), kl=kl, beta=0.04))
+        return rows
+
+    spiked = triage(str(write_state(tmp_path / "spike", entries(None))), _hypotheses())
+    assert spiked.progress.state == "learning", spiked.progress.sentence()
+    assert "diverged" not in spiked.progress.sentence()
+    [said] = [f for f in spiked.findings if f.startswith("kl reached")]
+    assert "step 20 (2.45e+07)" in said and "an isolated spike" in said and "not a divergence" in said
+    wrecked = triage(str(write_state(tmp_path / "wrecked", entries(30))), _hypotheses())
+    assert wrecked.progress.state == "getting worse"
+    assert "it diverged at step 30: kl reached 2.45e+07, a value no working update gives, and did not come back" in (
+        wrecked.progress.sentence())
+    assert not [f for f in wrecked.findings if f.startswith("kl reached")]  # said once, as the divergence
+
+
 def test_a_format_reward_is_never_the_task_while_a_reward_named_for_something_else_never_pays():
     """A tool-use run whose completions never get as far as a tool call: its tool rewards sit at their floor (-0.5,
     -0.2) for every completion while only the format reward climbs. The task is a tool reward (flat), not the format

@@ -5,7 +5,9 @@ What a notebook calls; `hypotrack triage` renders the result and records its ran
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
+from itertools import groupby
 from typing import Any
 
 from .derived import add_derived, add_still_reading, constant_auxiliary
@@ -68,16 +70,18 @@ class TriageReport:
 
 
 MIN_RANK_STEPS = 2  # the fewest logged steps triage ranks on
-MAX_OTHER_CHOICES = 4
-# Values no working update gives (nats per token; gradient norm): a run that logs them has blown up.
-BLOWN_UP = {"kl": 1e4, "grad_norm": 1e10}  # other task reward choices weighed, to say where the suspects would differ
+MAX_OTHER_CHOICES = 4  # other task reward choices weighed, to say where the suspects would differ
+# Values no working update gives (nats per token; gradient norm), and the typical value (the median of the steps
+# after) past which a run that logged them did not come back to working updates: it has blown up.
+BLOWN_UP = {"kl": 1e4, "grad_norm": 1e10}
+WORKING_MEDIAN = {"kl": 1.0, "grad_norm": 1e3}
 
 
 def triage_log(log: RunLog, hypotheses: dict, task_reward: str | None = None) -> TriageReport:
     """Rank ``hypotheses`` (id -> Hypothesis) on an already-read run."""
     named = canonical(log)
     run = named.log
-    findings = log.findings(is_training_metric)
+    findings = log.findings(is_training_metric) + _spikes(run)
     functions = reward_functions(run)
     roles = assign_roles(run, functions, task_reward)
     underived = RunLog(source=run.source, kind=run.kind, series=dict(run.series), params=dict(run.params))
@@ -129,11 +133,44 @@ def _diverged(log: RunLog, run: RunLog) -> tuple[str, int] | None:
     """(what happened, the step) where training diverged: a training metric that became NaN or infinite and stayed
     so, or a KL or gradient norm past any value a working update gives (finite, but the policy is wrecked)."""
     stuck = log.diverged_at(is_training_metric)
-    blown = [(step, f"{name} reached {value:.3g}, a value no working update gives") for name, limit in BLOWN_UP.items()
-             for step, value in run.series.get(name, []) if value >= limit]
+    blown = [(step, f"{name} reached {dict(points)[step]:.3g}, a value no working update gives, and did not come back")
+             for name, limit in BLOWN_UP.items() if (points := run.series.get(name, []))
+             and (step := _blown_at(points, limit, WORKING_MEDIAN[name])) is not None]
     if blown and (stuck is None or min(blown)[0] < stuck[1]):
         return min(blown)[1], min(blown)[0]
     return (f"{stuck[0]} became NaN or infinite and stayed so", stuck[1]) if stuck else None
+
+
+def _blown_at(points: list[tuple[int, float]], limit: float, working: float) -> int | None:
+    """The step a metric blew up at: the first stretch of values at ``limit`` or past it that lasts as long as the
+    values below it after it, or after which the metric's median stays at ``working`` or more (the policy a
+    wrecking update left behind). A spike the metric comes back from, to values a working update gives, is one bad
+    batch (a token whose logprob underflowed), not a divergence."""
+    values = [value for _, value in points]
+    index = 0
+    for blown, stretch in groupby(points, key=lambda point: point[1] >= limit):
+        steps = [step for step, _ in stretch]
+        index += len(steps)
+        after = [value for value in values[index:] if value < limit]
+        if blown and (len(steps) >= len(after) or statistics.median(after) >= working):
+            return steps[0]
+    return None
+
+
+def _spikes(run: RunLog) -> list[str]:
+    """The blown-up values a run came back from, said as what they are."""
+    said = []
+    for name, limit in BLOWN_UP.items():
+        points = run.series.get(name, [])
+        spikes = [(step, value) for step, value in points if value >= limit]
+        if spikes and _blown_at(points, limit, WORKING_MEDIAN[name]) is None:
+            steps = ", ".join(f"{step} ({value:.3g})" for step, value in spikes[:5]) + (" ..." if len(spikes) > 5 else "")
+            what = ("isolated spikes (a batch's extreme value)" if len(spikes) > 1 else
+                    "an isolated spike (one batch's extreme value)")
+            said.append(f"{name} reached {limit:g} or more at step{'s' if len(spikes) > 1 else ''} {steps} and came back "
+                        f"to values a working update gives (a median below {WORKING_MEDIAN[name]:g}) at the logged steps "
+                        f"after: {what}, not a divergence")
+    return said
 
 
 def _other_task_choices(log: RunLog, functions: list[str], chosen: str, hypotheses: dict, needs: dict,
