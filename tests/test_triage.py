@@ -284,6 +284,32 @@ def test_a_kl_spike_the_run_comes_back_from_is_no_divergence(tmp_path):
     assert not [f for f in wrecked.findings if f.startswith("kl reached")]  # said once, as the divergence
 
 
+def test_a_loops_steps_with_no_update_at_all_are_steps_whose_groups_all_tied(tmp_path):
+    """A hand-written loop (two prompts, four completions each, an exact-match reward, no KL term) logs its reward's
+    mean, loss and grad norm, no std: a step whose loss and grad norm are both exactly 0, in a run whose gradient
+    reaches the weights at other steps, had every group tied. At 20 steps of 24 that starves the run (h11)."""
+    from hypotrack.triage.derived import add_derived
+    from hypotrack.triage.roles import assign_roles
+
+    def csv(grads: list[float]) -> Path:
+        rows = ["step,reward_mean,loss,grad_norm"]
+        for step, grad in enumerate(grads):
+            reward = (0.5, 1.0, 0.375, 0.5, 0.875, 0.0)[step % 6]
+            rows.append(f"{step},{reward},{0.0 if grad == 0 else 3e-8},{grad}")
+        path = tmp_path / f"run{len(list(tmp_path.iterdir()))}.csv"
+        path.write_text("\n".join(rows) + "\n")
+        return path
+
+    starved = [4.3 if step in (7, 13, 16, 22) else 0.0 for step in range(24)]
+    report = triage(str(csv(starved)), _hypotheses())
+    assert report.progress.state == "flat" and [e.id for e in report.suspects()] == ["h11"], report.ranking[:3]
+    assert any("a loss and a gradient norm of exactly 0" in r.shows for r in report.suspects()[0].supporting())
+    # a gradient that is 0 at every step never reaches the weights (h19's reading): no step says anything of ties
+    log = canonical(read_source(str(csv([0.0] * 24)))).log
+    add_derived(log, assign_roles(log, reward_functions(log), None))
+    assert "ties/whole_steps" not in log.series
+
+
 def test_a_format_reward_is_never_the_task_while_a_reward_named_for_something_else_never_pays():
     """A tool-use run whose completions never get as far as a tool call: its tool rewards sit at their floor (-0.5,
     -0.2) for every completion while only the format reward climbs. The task is a tool reward (flat), not the format

@@ -258,12 +258,19 @@ def _whole_steps_tied(log: RunLog) -> None:
     # is a lower bound on the share of groups tied at a typical step. So does a loop's advantage std of 0 (a
     # group-relative advantage is 0 for every completion only where every group tied), whatever its reward std says:
     # a loop's reward std may be the whole batch's, which prompts of different difficulty spread.
+    # So does an update of exactly nothing, which a loop that logs no std at all still shows: a step whose loss and
+    # gradient norm are both exactly 0, in a run whose gradient is above 0 at other steps (it reaches the weights), had
+    # no advantage to train on. A KL term or an entropy bonus would leave the loss above 0 there: every group tied.
     if log.series.get("frac_reward_zero_std"):
         return
     tied: dict[int, bool] = {}
     for name in ("reward_std", ADVANTAGE_STD):
         for step, value in log.series.get(name, []):
             tied[step] = tied.get(step, False) or value <= FLAT_STD
+    loss, grad = _by_step(log, "loss"), _by_step(log, "grad_norm")
+    if any(value > 0 for value in grad.values()):
+        for step in grad.keys() & loss.keys():
+            tied[step] = tied.get(step, False) or grad[step] == 0 == loss[step]
     if len(tied) >= MIN_TIED_ROWS:
         _put(log, "ties/whole_steps", [(_run_value(log), sum(tied.values()) / len(tied))])
 
