@@ -24,7 +24,7 @@ The step aggregations, over the metric's finite values in step order (None where
                  on every other row of the same run), while a tenth of it still ends where the run ends
 
 The comparison is Python's operator on the number (its absolute value where the reading says abs)
-and the threshold. Pure Python: no scipy, whose import would be most of `hypotrack triage`'s time.
+and the threshold, a number within a millionth of the threshold (relative) read as the threshold itself. Pure Python: no scipy, whose import would be most of `hypotrack triage`'s time.
 """
 
 from __future__ import annotations
@@ -43,8 +43,16 @@ OPERATORS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne}
 
 
+# A reading this close to its threshold (relative) is at it: the mean of three steps that each logged 0.7 is
+# 0.6999999999999998 in floating point, and a value that passed through float32 is off by up to 6e-8 of itself, so
+# without this, rounding decides a reading at its threshold. A threshold of 0 is still compared exactly.
+AT_THRESHOLD = 1e-6
+
+
 def compare(value: float, op: str, threshold: float) -> bool:
-    """Whether ``value op threshold`` holds."""
+    """Whether ``value op threshold`` holds, a value within AT_THRESHOLD of the threshold read as equal to it."""
+    if value != threshold and math.isclose(value, threshold, rel_tol=AT_THRESHOLD):
+        value = threshold
     return bool(OPERATORS[op](value, threshold))
 
 

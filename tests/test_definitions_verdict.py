@@ -122,6 +122,19 @@ def test_step_aggregation_sorts_steps_and_skips_non_finite():
 # --------------------------------------------------------------------------- verdicts
 
 
+def test_a_reading_at_its_threshold_is_not_decided_by_floating_point_rounding():
+    """A sampling temperature of 0.7 logged at three steps means 0.6999999999999998; a value through float32
+    reads 0.699999988: neither is below a threshold of 0.7, and both are at it. 0 stays exact."""
+    from hypotrack.reading import compare
+
+    three_steps = aggregate_steps([(1, 0.7), (2, 0.7), (3, 0.7)], "mean", 1)
+    assert three_steps != 0.7  # what plain arithmetic gives
+    for value in (three_steps, 0.699999988079071):
+        assert not compare(value, "<", 0.7) and compare(value, "<=", 0.7) and compare(value, ">=", 0.7)
+        assert compare(value, "==", 0.7) and not compare(value, ">", 0.7)
+    assert compare(0.6999, "<", 0.7) and compare(1e-12, ">", 0.0) and not compare(0.0, ">", 0.0)
+
+
 def test_validated_when_treatment_improves():
     data = series("reward", {0: 0.3, 1: 0.3, 2: 0.3}, {0: 0.5, 1: 0.45, 2: 0.52})
     verdict = decide(hyp([DELTA_UP], [DELTA_FLAT]), data, SEEDS)
