@@ -24,7 +24,8 @@ The step aggregations, over the metric's finite values in step order (None where
                  on every other row of the same run), while a tenth of it still ends where the run ends
 
 The comparison is Python's operator on the number (its absolute value where the reading says abs)
-and the threshold, a number within a millionth of the threshold (relative) read as the threshold itself. Pure Python: no scipy, whose import would be most of `hypotrack triage`'s time.
+and the threshold, a number within a millionth of the threshold (relative) read as the threshold itself.
+Pure Python: no scipy, whose import would be most of `hypotrack triage`'s time.
 """
 
 from __future__ import annotations
