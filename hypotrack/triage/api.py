@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from itertools import groupby
 from typing import Any
 
 from .derived import add_derived, add_still_reading, constant_auxiliary
@@ -17,7 +16,7 @@ from .heldout import heldout_score
 from .keys import canonical, is_training_metric, reward_functions
 from .progress import CEILING, LEARNING, Progress, run_progress
 from .roles import Roles, assign_roles
-from .runlog import RunLog
+from .runlog import RunLog, bad_stretches
 from .sources import pick_run, read_runs
 
 
@@ -143,16 +142,12 @@ def _diverged(log: RunLog, run: RunLog) -> tuple[str, int] | None:
 
 def _blown_at(points: list[tuple[int, float]], limit: float, working: float) -> int | None:
     """The step a metric blew up at: the first stretch of values at ``limit`` or past it that lasts as long as the
-    values below it after it, or after which the metric's median stays at ``working`` or more (the policy a
-    wrecking update left behind). A spike the metric comes back from, to values a working update gives, is one bad
-    batch (a token whose logprob underflowed), not a divergence."""
-    values = [value for _, value in points]
-    index = 0
-    for blown, stretch in groupby(points, key=lambda point: point[1] >= limit):
-        steps = [step for step, _ in stretch]
-        index += len(steps)
-        after = [value for value in values[index:] if value < limit]
-        if blown and (len(steps) >= len(after) or statistics.median(after) >= working):
+    values below it after it (the rule a NaN's divergence follows, runlog.bad_stretches), or after which the metric's
+    median stays at ``working`` or more (the policy a wrecking update left behind). A spike the metric comes back
+    from, to values a working update gives, is one bad batch (a token whose logprob underflowed), not a divergence."""
+    for steps, sane_after in bad_stretches([(step, value < limit) for step, value in points]):
+        after = [value for step, value in points if step > steps[-1] and value < limit]
+        if len(steps) >= sane_after or statistics.median(after) >= working:
             return steps[0]
     return None
 

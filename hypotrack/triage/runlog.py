@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
@@ -34,6 +34,19 @@ PRIOR_TRAINING = "prior_training"
 PRIOR_TRAINING_SAID = ("the GRPO run starts from that training's policy, and where both train LoRA adapters its "
                        "reference (the adapters switched off) is the model before it: a KL above 0 at its first step "
                        "can be that stage's distance, so it is not read as a wrong reference")
+
+
+def bad_stretches(flags: list[tuple[int, bool]]) -> Iterator[tuple[list[int], int]]:
+    """Each stretch of bad steps in ``flags`` ((step, good) in step order), with how many good steps come after it.
+    The divergence rule reads a bad stretch that lasts as long as the good steps after it, or to the end, as one the
+    metric did not come back from; a shorter one, followed by more good steps, as steps it came back from."""
+    good_after = sum(good for _, good in flags)
+    for good, stretch in groupby(flags, key=itemgetter(1)):
+        steps = [step for step, _ in stretch]
+        if good:
+            good_after -= len(steps)
+        else:
+            yield steps, good_after
 
 
 @dataclass
@@ -112,12 +125,8 @@ class RunLog:
                           "value the loop could not compute at those steps (a mean over nothing, as an entropy over a "
                           "step where no token trained), not a divergence, which breaks a metric that was finite")
         ordered = sorted([(step, False) for step, _ in broken] + [(step, True) for step, _ in finite])
-        finite_after = len(finite)
-        for is_finite, stretch in groupby(ordered, key=itemgetter(1)):
-            steps = [step for step, _ in stretch]
-            if is_finite:
-                finite_after -= len(steps)
-            elif len(steps) >= finite_after:
+        for steps, finite_after in bad_stretches(ordered):
+            if len(steps) >= finite_after:
                 return steps[0], ""  # it stayed broken longer than it was finite after, or to the end
         after = sum(1 for step, _ in finite if step > broken[-1][0])
         if len(broken) <= max(1, ISOLATED_SHARE * (len(finite) + len(broken))):
